@@ -1,0 +1,1 @@
+"""lsm-engine: a service lifecycle engine in the style of Inmanta LSM."""

@@ -1,0 +1,170 @@
+"""The one exception tree of lsm-engine.
+
+Every error the engine raises on purpose is an ``LsmError``. Each class carries the HTTP
+status it maps to and a short ``kind`` used in the API error body
+``{"error": kind, "message": ..., **details}``; the API turns them into responses in one place
+(``lsm.api.errors``), the client turns such bodies back into the same classes.
+
+::
+
+    LsmError (500 internal)
+    ├── NotFound (404 not_found)
+    │   ├── UnknownEnvironment, UnknownEntity, UnknownInstance
+    │   ├── UnknownVersion, UnknownCompile, UnknownLifecycle, UnknownSelector
+    ├── Conflict (409 conflict)
+    │   ├── VersionConflict          current_version mismatch
+    │   ├── TransferNotAllowed       no transfer for that trigger in this state (lists allowed)
+    │   └── IdentityConflict         identity attribute value already taken
+    ├── InvalidInput (422 invalid_input)
+    │   ├── InvalidAttributes        names each offending attribute path and why
+    │   └── InvalidSetting           unknown setting key or ill-typed value
+    ├── RuleViolation (400 rule_violation)
+    │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
+    │   ├── ExportRuleViolation      a partial export breaks a rule of SEMANTICS.md section 4
+    │   └── OperationNotPossible     an attribute-set operation lacks its input (promote w/o candidate)
+    ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
+    │   └── SelectorError
+    └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
+
+Nothing here imports the rest of the engine: it is the bottom of every layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class LsmError(Exception):
+    """Base of every deliberate engine error: a message for a person plus structured details."""
+
+    status: ClassVar[int] = 500
+    kind: ClassVar[str] = "internal"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_body(self) -> dict[str, Any]:
+        """The API error body: ``{"error", "message", **details}``."""
+        return {"error": self.kind, "message": self.message, **self.details}
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFound(LsmError):
+    status = 404
+    kind = "not_found"
+
+
+class UnknownEnvironment(NotFound):
+    pass
+
+
+class UnknownEntity(NotFound):
+    pass
+
+
+class UnknownInstance(NotFound):
+    pass
+
+
+class UnknownVersion(NotFound):
+    pass
+
+
+class UnknownCompile(NotFound):
+    pass
+
+
+class UnknownLifecycle(NotFound):
+    pass
+
+
+class UnknownSelector(NotFound):
+    pass
+
+
+class Conflict(LsmError):
+    status = 409
+    kind = "conflict"
+
+
+class VersionConflict(Conflict):
+    kind = "version_conflict"
+
+
+class TransferNotAllowed(Conflict):
+    kind = "transfer_not_allowed"
+
+
+class IdentityConflict(Conflict):
+    kind = "identity_conflict"
+
+
+class InvalidInput(LsmError):
+    status = 422
+    kind = "invalid_input"
+
+
+class InvalidAttributes(InvalidInput):
+    """Attributes that fail their schema or modifier; ``errors`` is ``[{"path", "reason"}]``."""
+
+    kind = "invalid_attributes"
+
+    def __init__(self, errors: list[dict[str, str]], message: str | None = None, **details: Any) -> None:
+        if message is None:
+            message = "invalid attributes: " + "; ".join(f"{e['path']}: {e['reason']}" for e in errors)
+        super().__init__(message, errors=errors, **details)
+        self.errors = errors
+
+
+class InvalidSetting(InvalidInput):
+    kind = "invalid_setting"
+
+
+class RuleViolation(LsmError):
+    status = 400
+    kind = "rule_violation"
+
+
+class LifecycleInvalid(RuleViolation):
+    kind = "lifecycle_invalid"
+
+
+class ExportRuleViolation(RuleViolation):
+    """A partial (or full) export broke a rule; ``rule`` is its number in SEMANTICS.md section 4."""
+
+    kind = "export_rule_violation"
+
+
+class OperationNotPossible(RuleViolation):
+    kind = "operation_not_possible"
+
+
+class ModelError(LsmError):
+    status = 400
+    kind = "model_error"
+
+
+class SelectorError(ModelError):
+    kind = "selector_error"
+
+
+class ConfigurationError(LsmError):
+    status = 400
+    kind = "configuration_error"
+
+
+#: kind -> class, so that the client can raise the same class the server raised.
+ERRORS_BY_KIND: dict[str, type[LsmError]] = {}
+
+
+def _register(cls: type[LsmError]) -> None:
+    ERRORS_BY_KIND.setdefault(cls.kind, cls)
+    for sub in cls.__subclasses__():
+        _register(sub)
+
+
+_register(LsmError)

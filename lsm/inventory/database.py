@@ -1,0 +1,136 @@
+"""Database connections and transactions: SQLite (file, WAL) by default, PostgreSQL by URL.
+
+Why this module exists: every store in the engine needs the same two things, a transaction that
+will write and a transaction that only reads, with the right locking on each backend.
+
+* **SQLite** allows one writer at a time. A write transaction starts with ``BEGIN IMMEDIATE`` so
+  that the write lock is taken *before* the first read: a read-check-write sequence (the
+  ``current_version`` check) is then atomic without row locks, and two writers queue on the
+  busy timeout instead of failing with "database is locked" half-way. Reads use plain ``BEGIN``
+  and, thanks to WAL, never block on the writer. Two engines share the file for that.
+* **PostgreSQL** gives row locks (``SELECT ... FOR UPDATE``), ``SKIP LOCKED`` and advisory
+  locks; callers use them through SQLAlchemy and this module adds nothing of its own.
+
+It must not know any table: tables register themselves on ``SQLModel.metadata``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import JSON, event
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, SQLModel, create_engine
+
+#: A JSON column: JSONB on PostgreSQL, JSON text on SQLite.
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+DEFAULT_DATABASE_URL = "sqlite:///./lsm.db"
+
+
+def normalize_url(url: str) -> str:
+    """Accept ``postgresql://`` and ``postgres://`` and use psycopg 3 for them."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+class Database:
+    """One database of the engine: engines, transactions and schema creation.
+
+    ``schema`` (PostgreSQL only) puts every table in that schema; tests use it to give each
+    test an empty namespace on a shared server.
+    """
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, schema: str | None = None, echo: bool = False):
+        self.url = normalize_url(url)
+        parsed = make_url(self.url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self.schema = schema
+        self._schema_lock = threading.Lock()
+        if self.is_sqlite:
+            if parsed.database in (None, "", ":memory:"):
+                raise ValueError("lsm-engine needs a SQLite *file* (WAL); in-memory databases are not supported")
+            connect_args = {"check_same_thread": False, "timeout": 60, "isolation_level": None}
+            self.write_engine = create_engine(self.url, echo=echo, connect_args=connect_args)
+            self.read_engine = create_engine(self.url, echo=echo, connect_args=connect_args)
+            _configure_sqlite(self.write_engine, begin="BEGIN IMMEDIATE")
+            _configure_sqlite(self.read_engine, begin="BEGIN")
+        else:
+            connect_args = {}
+            if schema:
+                connect_args["options"] = f"-csearch_path={schema}"
+            self.write_engine = create_engine(
+                self.url, echo=echo, connect_args=connect_args, pool_size=10, max_overflow=20, pool_pre_ping=True
+            )
+            self.read_engine = self.write_engine
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite" if self.is_sqlite else "postgresql"
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction that may write; committed on success, rolled back on any exception."""
+        with Session(self.write_engine, expire_on_commit=False, autoflush=False) as session:
+            with session.begin():
+                yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A transaction that only reads (a consistent snapshot on both backends)."""
+        with Session(self.read_engine, expire_on_commit=False, autoflush=False) as session:
+            with session.begin():
+                yield session
+
+    def create_schema(self) -> None:
+        """Create every registered table (idempotent), then record the schema version."""
+        # Importing the table modules registers them on the metadata.
+        from lsm.inventory import schema  # noqa: PLC0415
+
+        with self._schema_lock:
+            if self.schema and not self.is_sqlite:
+                with self.write_engine.begin() as conn:
+                    conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            SQLModel.metadata.create_all(self.write_engine)
+            with self.write() as session:
+                schema.record_schema_version(session)
+
+    def dispose(self) -> None:
+        self.write_engine.dispose()
+        if self.read_engine is not self.write_engine:
+            self.read_engine.dispose()
+
+    def drop_schema(self) -> None:
+        """Drop everything (PostgreSQL test schema, or every table on SQLite)."""
+        if self.schema and not self.is_sqlite:
+            with self.write_engine.begin() as conn:
+                conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+        else:
+            SQLModel.metadata.drop_all(self.write_engine)
+
+
+def _configure_sqlite(engine: Engine, *, begin: str) -> None:
+    """WAL, a busy timeout, foreign keys, and our own BEGIN statement (pysqlite autocommit mode)."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(begin)
+
+
+__all__ = ["DEFAULT_DATABASE_URL", "Database", "JsonType", "normalize_url"]

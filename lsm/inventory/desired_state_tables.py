@@ -1,0 +1,1 @@
+"""Desired-state tables (placeholder until the desired-state store lands)."""

@@ -1,0 +1,159 @@
+"""SQLModel tables of the service inventory: environments, entities, instances, events, compiles.
+
+Why one module: these tables are read together by every layer above (orchestration, selection,
+compiler, API) and their indexes are designed together. Each index names the query it serves.
+Ids are UUID strings so that SQLite and PostgreSQL store them alike.
+
+Desired-state tables live in ``lsm.inventory.desired_state_tables``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Column, Index, text
+from sqlmodel import Field, SQLModel
+
+from lsm.inventory.database import JsonType
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class SchemaVersion(SQLModel, table=True):
+    """One row: the schema version this database was created or migrated to."""
+
+    __tablename__ = "lsm_schema_version"
+    id: int = Field(default=1, primary_key=True)
+    version: int
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class EnvironmentRow(SQLModel, table=True):
+    """A tenant: its own model, settings and inventory."""
+
+    __tablename__ = "lsm_environment"
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    name: str = Field(unique=True, index=True, max_length=200)
+    model: str | None = Field(default=None)
+    settings: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EntityRow(SQLModel, table=True):
+    """A service entity as registered by the environment's model (the catalog, persisted)."""
+
+    __tablename__ = "lsm_entity"
+    env_id: str = Field(primary_key=True, max_length=36, foreign_key="lsm_environment.id")
+    name: str = Field(primary_key=True, max_length=200)
+    lifecycle: str = Field(max_length=200)
+    json_schema: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class InstanceRow(SQLModel, table=True):
+    """A service instance: its state, three attribute sets and versions.
+
+    ``owner_id`` caches the value of the binding's ``relation_to_owner`` (an ``rw`` attribute,
+    so it never changes) so that owner trees are walked through an index, never by scanning
+    JSON. ``identity`` caches the identity attribute as text, unique among live instances.
+    """
+
+    __tablename__ = "lsm_instance"
+    __table_args__ = (
+        # identity uniqueness per entity and environment among non-deleted instances
+        Index(
+            "ux_lsm_instance_identity",
+            "env_id",
+            "entity",
+            "identity",
+            unique=True,
+            sqlite_where=text("deleted = 0 AND identity IS NOT NULL"),
+            postgresql_where=text("deleted = false AND identity IS NOT NULL"),
+        ),
+        # listing per entity, filtered by state
+        Index("ix_lsm_instance_entity_state", "env_id", "entity", "state"),
+        # owner tree walk down
+        Index("ix_lsm_instance_owner", "env_id", "owner_id"),
+    )
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    env_id: str = Field(max_length=36, foreign_key="lsm_environment.id")
+    entity: str = Field(max_length=200)
+    state: str = Field(max_length=200)
+    version: int = 1
+    desired_state_version: int = 0
+    candidate_attributes: dict[str, Any] | None = Field(default=None, sa_column=Column(JsonType))
+    active_attributes: dict[str, Any] | None = Field(default=None, sa_column=Column(JsonType))
+    rollback_attributes: dict[str, Any] | None = Field(default=None, sa_column=Column(JsonType))
+    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    identity: str | None = Field(default=None, max_length=500)
+    owner_id: str | None = Field(default=None, max_length=36)
+    deleted: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    last_updated: datetime = Field(default_factory=utcnow)
+
+
+class InstanceRefRow(SQLModel, table=True):
+    """An inter-service relation ``source.attribute -> target``, in any of the three sets.
+
+    Kept in step with the attribute sets by the orchestration so that selectors can follow
+    relations both ways through an index (the relation-closure selector).
+    """
+
+    __tablename__ = "lsm_instance_ref"
+    __table_args__ = (Index("ix_lsm_instance_ref_target", "env_id", "target_id"),)
+    env_id: str = Field(primary_key=True, max_length=36)
+    source_id: str = Field(primary_key=True, max_length=36)
+    attribute: str = Field(primary_key=True, max_length=200)
+    target_id: str = Field(primary_key=True, max_length=36)
+
+
+class EventRow(SQLModel, table=True):
+    """One line of an instance's event log: every executed transfer and every refusal."""
+
+    __tablename__ = "lsm_event"
+    __table_args__ = (Index("ix_lsm_event_instance", "instance_id", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    env_id: str = Field(max_length=36)
+    instance_id: str = Field(max_length=36)
+    version: int
+    source: str | None = Field(default=None, max_length=200)
+    target: str = Field(max_length=200)
+    trigger: str = Field(max_length=50)
+    message: str = ""
+    compile_id: str | None = Field(default=None, max_length=36)
+    is_error: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class CompileRow(SQLModel, table=True):
+    """A compile request and, once run, its report. Committed with the change that caused it.
+
+    ``status`` is queued / running / success / failed. ``merged_into`` points to the compile
+    that actually ran this request when it was batched with others.
+    """
+
+    __tablename__ = "lsm_compile"
+    __table_args__ = (Index("ix_lsm_compile_queue", "env_id", "status", "created_at"),)
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    env_id: str = Field(max_length=36)
+    kind: str = Field(max_length=20)
+    status: str = Field(default="queued", max_length=20)
+    requested_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
+    service_entities: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
+    exclude: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
+    instance_id: str | None = Field(default=None, max_length=36)
+    reason: str = ""
+    merged_into: str | None = Field(default=None, max_length=36)
+    desired_state_version: int | None = None
+    report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None

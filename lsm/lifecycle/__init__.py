@@ -1,0 +1,1 @@
+"""lsm.lifecycle"""

@@ -1,0 +1,1 @@
+"""Bundled selectors, found through the ``lsm.selectors`` entry point (never imported by the core)."""

@@ -1,0 +1,45 @@
+"""Shared fixtures: a real database per test, on SQLite and, when configured, on PostgreSQL.
+
+Every store test takes the ``db`` fixture and therefore runs against both backends when
+``LSM_TEST_POSTGRES_URL`` is set (``.ci/run`` sets it when the server answers). Each PostgreSQL
+test gets its own schema, dropped afterwards, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lsm.inventory.database import Database
+
+POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
+BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
+
+
+def make_database(backend: str, tmp_path: Path) -> Database:
+    if backend == "sqlite":
+        return Database(f"sqlite:///{tmp_path / 'lsm.db'}")
+    assert POSTGRES_URL is not None
+    return Database(POSTGRES_URL, schema=f"t_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db(backend: str, tmp_path: Path) -> Iterator[Database]:
+    """An empty database with the schema created, on each configured backend."""
+    database = make_database(backend, tmp_path)
+    database.create_schema()
+    try:
+        yield database
+    finally:
+        if not database.is_sqlite:
+            database.drop_schema()
+        database.dispose()
