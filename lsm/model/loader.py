@@ -1,0 +1,118 @@
+"""Loading a model: a Python file, a package directory, or an importable module path.
+
+Why: operators name a model on the command line (``lsm server --model``) or in ``lsm.toml``
+and the engine must turn that into bindings, implementations and selectors without the model
+author registering anything globally (several environments may load several models in one
+process). A model module either defines ``model = lsm.Model(...)`` explicitly, or the loader
+collects what the module namespace holds: ``Binding`` objects, functions decorated with
+``@lsm.implementation`` and an optional ``SELECTORS`` mapping of name -> selector class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from lsm.catalog import Binding, Catalog
+from lsm.errors import ConfigurationError
+
+#: attribute set on implementation functions by ``@lsm.implementation(binding)``
+IMPLEMENTATION_MARK = "__lsm_binding__"
+
+
+@dataclass
+class Model:
+    """What a model gives the engine: bindings, their implementations, and selectors."""
+
+    bindings: list[Binding]
+    implementations: dict[str, list[Callable[..., Any]]] = field(default_factory=dict)
+    selectors: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return Catalog(self.bindings)
+
+    def implementations_for(self, binding: Binding | str) -> list[Callable[..., Any]]:
+        name = binding if isinstance(binding, str) else binding.name
+        return self.implementations.get(name, [])
+
+
+_cache: dict[str, Model] = {}
+_lock = threading.Lock()
+
+
+def load_model(spec: str | Path) -> Model:
+    """Load (once per process) the model named by a file path, a directory or a module path."""
+    key = str(spec)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = model_from_module(_import(key), source=key)
+        return _cache[key]
+
+
+def model_from_module(module: ModuleType, *, source: str = "") -> Model:
+    explicit = getattr(module, "model", None)
+    if isinstance(explicit, Model):
+        if not explicit.source:
+            explicit.source = source or module.__name__
+        return explicit
+    bindings: list[Binding] = []
+    implementations: dict[str, list[Callable[..., Any]]] = {}
+    for value in vars(module).values():
+        if isinstance(value, Binding) and value not in bindings:
+            bindings.append(value)
+        elif callable(value) and hasattr(value, IMPLEMENTATION_MARK):
+            for binding in getattr(value, IMPLEMENTATION_MARK):
+                implementations.setdefault(binding.name, []).append(value)
+    if not bindings:
+        raise ConfigurationError(f"model {source or module.__name__!r} defines no lsm.Binding", model=source)
+    selectors = dict(getattr(module, "SELECTORS", {}) or {})
+    return Model(bindings=bindings, implementations=implementations, selectors=selectors, source=source)
+
+
+def _import(spec: str) -> ModuleType:
+    path = Path(spec)
+    try:
+        if path.suffix == ".py" and path.is_file():
+            return _import_file(path.resolve(), path.resolve())
+        if path.is_dir() and (path / "__init__.py").is_file():
+            return _import_file(path.resolve() / "__init__.py", path.resolve(), package=True)
+        if path.exists() or "/" in spec or spec.endswith(".py"):
+            raise ConfigurationError(f"model {spec!r}: not a Python file or package directory", model=spec)
+        return importlib.import_module(spec)
+    except ConfigurationError:
+        raise
+    except ImportError as exc:
+        raise ConfigurationError(f"model {spec!r} can not be imported: {exc}", model=spec) from exc
+    except Exception as exc:
+        raise ConfigurationError(f"model {spec!r} failed while loading: {type(exc).__name__}: {exc}", model=spec) from exc
+
+
+def _import_file(file: Path, origin: Path, *, package: bool = False) -> ModuleType:
+    digest = hashlib.blake2b(str(origin).encode(), digest_size=6).hexdigest()
+    name = f"lsm_model_{origin.stem if not package else origin.name}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(
+        name, file, submodule_search_locations=[str(origin)] if package else None
+    )
+    if spec is None or spec.loader is None:
+        raise ConfigurationError(f"model {str(origin)!r} can not be loaded", model=str(origin))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
