@@ -1,0 +1,64 @@
+"""Environment settings: the keys an operator may set per environment, their types and defaults.
+
+Why a pydantic model: unknown keys and ill-typed values must be refused with a 422 naming the
+key, and every reader must get a typed value with its default, from one definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lsm.errors import InvalidSetting
+
+
+class EnvironmentSettings(BaseModel):
+    """Settings of one environment (``GET/PUT /api/v1/environments/{env}/settings``)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    partial_compiles: bool = Field(True, description="Lifecycle-triggered exporting compiles are partial.")
+    batched_partial_compiles: bool = Field(True, description="Pending partial compiles merge into one.")
+    recompile_backoff: float = Field(0.0, ge=0, description="Seconds to wait for more requests before a compile.")
+    selector: str = Field("owner_tree", description="Entry-point name of the selector for partial compiles.")
+    auto_full_compile: str = Field("", description="Cron expression (UTC) for periodic full compiles; empty = off.")
+    desired_state_retention: int = Field(100, ge=1, description="Desired-state versions kept.")
+    deploy_repair_interval: float = Field(600.0, ge=0, description="Seconds between repair deploys.")
+
+    @field_validator("auto_full_compile")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if value.strip():
+            from croniter import croniter  # noqa: PLC0415
+
+            if not croniter.is_valid(value):
+                raise ValueError(f"not a valid cron expression: {value!r}")
+        return value.strip()
+
+
+def parse_settings(stored: dict[str, Any]) -> EnvironmentSettings:
+    """Stored settings (already validated when written) with defaults filled in."""
+    known = {k: v for k, v in stored.items() if k in EnvironmentSettings.model_fields}
+    return EnvironmentSettings.model_validate(known)
+
+
+def validate_setting(key: str, value: Any) -> Any:
+    """Check one ``key = value``; return the typed value or raise ``InvalidSetting`` naming the key."""
+    if key not in EnvironmentSettings.model_fields:
+        raise InvalidSetting(
+            f"unknown setting {key!r}; known: {', '.join(sorted(EnvironmentSettings.model_fields))}", key=key
+        )
+    try:
+        checked = EnvironmentSettings.model_validate({key: value})
+    except ValidationError as exc:
+        reason = "; ".join(e["msg"] for e in exc.errors())
+        raise InvalidSetting(f"setting {key!r}: {reason}", key=key, value=value) from None
+    return getattr(checked, key)
+
+
+def describe_settings() -> dict[str, dict[str, Any]]:
+    return {
+        name: {"default": field.default, "description": field.description or ""}
+        for name, field in EnvironmentSettings.model_fields.items()
+    }
