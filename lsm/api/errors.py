@@ -1,0 +1,124 @@
+"""The one place where errors become HTTP responses.
+
+Why: clients (our own ``lsm.client`` included) rely on every error having the same body,
+``{"error": <kind>, "message": <sentence>, **details}``, whatever raised it: an ``LsmError``
+from the engine, FastAPI's request validation, Starlette's routing (unknown path, wrong
+method), or a bug. The client turns the body back into the same ``lsm.errors`` class, so the
+``kind`` strings here must be the ones of ``lsm.errors`` wherever one fits.
+
+What it must not do: leak a traceback or internal detail of an unexpected exception into the
+response. Those are logged server-side, with the traceback, and answered with a bare 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lsm.errors import InvalidInput, LsmError, NotFound
+
+logger = logging.getLogger("lsm.api")
+
+#: kinds for errors that Starlette raises itself (routing), by status
+_HTTP_KINDS: dict[int, str] = {
+    400: "bad_request",
+    404: NotFound.kind,
+    405: "method_not_allowed",
+    422: InvalidInput.kind,
+}
+
+
+def error_response(status_code: int, kind: str, message: str, **details: Any) -> JSONResponse:
+    """A JSON error response in the one format of API.md "Errors"."""
+    return JSONResponse({"error": kind, "message": message, **details}, status_code=status_code)
+
+
+def _lsm_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LsmError)
+    if exc.status >= 500:
+        logger.error("engine error answered with %d: %s", exc.status, exc, exc_info=exc)
+    return JSONResponse(exc.to_body(), status_code=exc.status)
+
+
+def validation_errors(errors: Sequence[Any]) -> list[dict[str, str]]:
+    """FastAPI/pydantic error entries as ``[{"path", "in", "reason"}]``.
+
+    ``path`` is the dotted field path inside its location (``attributes.mtu``,
+    ``current_version``) and ``in`` the location (``body``, ``query``, ``path``, ``header``), so
+    that a person sees which field of which part of the request is wrong. The offending input
+    is not echoed: it may be large, and the caller sent it.
+    """
+    out: list[dict[str, str]] = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        where = loc[0] if loc and loc[0] in {"body", "query", "path", "header", "cookie"} else ""
+        path = ".".join(loc[1:] if where else loc) or where
+        out.append({"path": path, "in": where, "reason": str(error.get("msg", "invalid"))})
+    return out
+
+
+def _request_validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = validation_errors(exc.errors())
+    where = "; ".join(f"{e['in'] + '.' if e['in'] else ''}{e['path']}: {e['reason']}" for e in errors)
+    return error_response(422, InvalidInput.kind, f"invalid request: {where}", errors=errors)
+
+
+def _http_exception(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    kind = _HTTP_KINDS.get(exc.status_code, "http_error")
+    response = error_response(exc.status_code, kind, str(exc.detail))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+class InternalErrorMiddleware:
+    """Answer any unexpected exception with a 500 ``{"error": "internal"}`` and log it.
+
+    Why a middleware and not ``app.add_exception_handler(Exception, ...)``: Starlette runs a
+    handler for ``Exception`` in its outermost middleware and then re-raises the exception, which
+    makes in-process transports (``httpx.ASGITransport``) raise in the caller instead of
+    returning the 500 that a real client would see. Catching it here keeps both the same.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            logger.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
+            if started:  # too late for a clean answer; let the server drop the connection
+                raise
+            response = error_response(
+                500, LsmError.kind, "internal server error; the server log has the details"
+            )
+            await response(scope, receive, send)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every handler of this module on ``app``."""
+    app.add_exception_handler(LsmError, _lsm_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_middleware(InternalErrorMiddleware)

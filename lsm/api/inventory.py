@@ -1,0 +1,129 @@
+"""``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
+
+Thin by design: parse, call the engine, return its view. Every rule (versions, transfers,
+attribute modifiers, identity) lives behind ``Engine``; its errors become responses in
+``lsm.api.errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.inventory.views import EventOut, InstanceOut
+
+router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
+
+_REF = "an instance id, or <identity_attr>=<value>"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateInstance(_Body):
+    attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
+    service_instance_id: str | None = Field(
+        None, description="A chosen instance id (a UUID); generated if absent."
+    )
+    initial_state: str | None = Field(None, description="One of the lifecycle's alternative initial states.")
+
+
+class UpdateInstance(_Body):
+    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
+    attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
+
+
+class SetState(_Body):
+    current_version: int
+    target_state: str
+    message: str | None = None
+
+
+@router.post("/{entity}")
+def create_instance(entity: str, body: CreateInstance, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+    """Order a new instance; it starts at version 1 in the lifecycle's initial state."""
+    return engine.create_instance(
+        env, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
+    )
+
+
+@router.get("/{entity}")
+def list_instances(
+    entity: str,
+    engine: EngineDep,
+    env: EnvironmentDep,
+    state: Annotated[list[str] | None, Query(description="Only these states (repeatable).")] = None,
+    include_deleted: bool = False,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    sort: str = "created_at",
+) -> list[InstanceOut]:
+    """The entity's instances; deleted ones only with ``include_deleted``."""
+    return engine.list_instances(
+        env,
+        entity,
+        states=state or None,
+        include_deleted=include_deleted,
+        limit=limit,
+        offset=offset,
+        sort=sort,
+    )
+
+
+@router.get("/{entity}/{ref}")
+def get_instance(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+    """One instance, by id or by ``<identity_attr>=<value>``."""
+    return engine.get_instance(env, entity, ref)
+
+
+@router.patch("/{entity}/{ref}")
+def update_instance(
+    entity: str, ref: str, body: UpdateInstance, engine: EngineDep, env: EnvironmentDep
+) -> InstanceOut:
+    """Update the candidate attributes; fires the state's ``on_update`` transfer."""
+    return engine.update_instance(
+        env, entity, ref, current_version=body.current_version, attributes=body.attributes
+    )
+
+
+@router.post("/{entity}/{ref}/state")
+def set_state(entity: str, ref: str, body: SetState, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+    """Fire the ``api_set_state`` transfer to ``target_state``."""
+    return engine.set_state(
+        env,
+        entity,
+        ref,
+        current_version=body.current_version,
+        target_state=body.target_state,
+        message=body.message or "",
+    )
+
+
+@router.delete("/{entity}/{ref}")
+def delete_instance(
+    entity: str, ref: str, current_version: int, engine: EngineDep, env: EnvironmentDep
+) -> InstanceOut:
+    """Fire the state's ``on_delete`` transfer."""
+    return engine.delete_instance(env, entity, ref, current_version=current_version)
+
+
+@router.get("/{entity}/{ref}/log")
+def instance_log(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[EventOut]:
+    """The instance's event log, oldest first."""
+    return engine.instance_log(env, entity, ref)
+
+
+@router.get("/{entity}/{ref}/resources")
+def instance_resources(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+    """The instance's resources and their deploy state."""
+    return engine.instance_resources(env, entity, ref)
+
+
+@router.get("/{entity}/{ref}/diagnose")
+def diagnose(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+    """Why the instance is where it is: failing validation, failed resources, pending compile."""
+    return engine.diagnose(env, entity, ref)
