@@ -1,0 +1,137 @@
+"""``Client`` and ``AsyncClient``: the API over httpx, with ``lsm.errors`` and a retry policy.
+
+Both answer parsed JSON (dicts and lists) and raise the ``lsm.errors`` class the server
+raised (``VersionConflict``, ``InvalidAttributes`` ...) with its details. Transport errors that
+outlast the retry policy propagate as httpx exceptions (``httpx.ConnectError`` ...).
+
+This package imports nothing of the server side: only ``lsm.errors``, the bottom layer.
+
+Example::
+
+    with Client("http://127.0.0.1:8888", environment="default") as client:
+        router = client.create_instance("router", {"mgmt_ip": "10.0.0.1"})
+        client.get_instance("router", "mgmt_ip=10.0.0.1")["state"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from types import TracebackType
+from typing import Any, cast
+
+import httpx
+
+from lsm.client.errors import error_from_response
+from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
+from lsm.client.routes import JsonList, JsonObject, Request, Routes
+
+DEFAULT_URL = "http://127.0.0.1:8888"
+ENVIRONMENT_HEADER = "X-LSM-Environment"
+
+
+def _headers(environment: str | None) -> dict[str, str]:
+    return {ENVIRONMENT_HEADER: environment} if environment else {}
+
+
+def _arguments(request: Request) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"params": request.params, "json": request.json}
+    if request.timeout is not None:
+        arguments["timeout"] = request.timeout
+    return arguments
+
+
+def _answer(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        raise error_from_response(response)
+    if not response.content:
+        return None
+    return response.json()
+
+
+class Client(Routes[JsonObject, JsonList]):
+    """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
+    WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable)."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        environment: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+    ) -> None:
+        self.url = url
+        self.environment = environment
+        self.retry = retry
+        self._http = httpx.Client(
+            base_url=url, headers=_headers(environment), transport=transport, timeout=timeout
+        )
+
+    def _send(self, request: Request) -> Any:
+        send = self.retry.retrying(request.method)
+        response: httpx.Response = send(
+            self._http.request, request.method, request.path, **_arguments(request)
+        )
+        return _answer(response)
+
+    def _one(self, request: Request) -> JsonObject:
+        return cast(JsonObject, self._send(request))
+
+    def _many(self, request: Request) -> JsonList:
+        return cast(JsonList, self._send(request))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class AsyncClient(Routes[Awaitable[JsonObject], Awaitable[JsonList]]):
+    """The asynchronous client: every method returns an awaitable of what ``Client``'s returns."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        environment: str | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+    ) -> None:
+        self.url = url
+        self.environment = environment
+        self.retry = retry
+        self._http = httpx.AsyncClient(
+            base_url=url, headers=_headers(environment), transport=transport, timeout=timeout
+        )
+
+    async def _send(self, request: Request) -> Any:
+        send = self.retry.async_retrying(request.method)
+        response: httpx.Response = await send(
+            self._http.request, request.method, request.path, **_arguments(request)
+        )
+        return _answer(response)
+
+    def _one(self, request: Request) -> Awaitable[JsonObject]:
+        return self._send(request)
+
+    def _many(self, request: Request) -> Awaitable[JsonList]:
+        return self._send(request)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

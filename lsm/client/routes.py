@@ -1,0 +1,231 @@
+"""Every API route as one client method, written once for the sync and the async client.
+
+Why generic: the two clients differ only in how a request is sent (``httpx.Client`` vs
+``httpx.AsyncClient``, ``tenacity.Retrying`` vs ``AsyncRetrying``). Each method here builds a
+``Request`` and hands it to ``_one`` (the answer is a JSON object) or ``_many`` (a JSON list);
+``Client`` implements them to return the parsed JSON, ``AsyncClient`` to return an awaitable
+of it. The type parameters carry that difference, so that ``Client().catalog()`` is a
+``list[dict]`` and ``await AsyncClient().catalog()`` is too, for mypy as well.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+JsonObject = dict[str, Any]
+JsonList = list[dict[str, Any]]
+
+#: what a method answering a JSON object returns (``JsonObject`` or an awaitable of it)
+ObjT = TypeVar("ObjT")
+#: what a method answering a JSON list returns
+ListT = TypeVar("ListT")
+
+#: how long a ``wait=True`` compile request may take before the client gives up (seconds)
+COMPILE_WAIT_TIMEOUT = 330.0
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request of the API, independent of how it is sent."""
+
+    method: str
+    path: str
+    params: dict[str, Any] | None = None
+    json: Any = None
+    #: overrides the client's timeout (``None``: the client's)
+    timeout: float | None = None
+
+
+def _seg(value: str | int) -> str:
+    """One path segment, percent-encoded (``=`` kept: ``mgmt_ip=10.0.0.1`` is a valid reference)."""
+    return quote(str(value), safe="=:@")
+
+
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+class Routes(ABC, Generic[ObjT, ListT]):
+    """The API of API.md, one method per route. Subclasses say how a ``Request`` is sent."""
+
+    #: the environment (name or id) sent in ``X-LSM-Environment``; ``None``: the server's default
+    environment: str | None
+
+    @abstractmethod
+    def _one(self, request: Request) -> ObjT:
+        """Send ``request``; its answer is a JSON object."""
+
+    @abstractmethod
+    def _many(self, request: Request) -> ListT:
+        """Send ``request``; its answer is a JSON list."""
+
+    # -- health and lifecycles -------------------------------------------------------------------
+    def health(self) -> ObjT:
+        """``GET /health``: ``{"status": "ok"}`` once the engine is ready."""
+        return self._one(Request("GET", "/health"))
+
+    def lifecycle(self, name: str) -> ObjT:
+        """A lifecycle's states and transfers."""
+        return self._one(Request("GET", f"/lsm/v1/lifecycles/{_seg(name)}"))
+
+    # -- service catalog --------------------------------------------------------------------------
+    def catalog(self) -> ListT:
+        """Every service entity of the environment's model."""
+        return self._many(Request("GET", "/lsm/v1/service_catalog"))
+
+    def entity(self, name: str) -> ObjT:
+        """One service entity."""
+        return self._one(Request("GET", f"/lsm/v1/service_catalog/{_seg(name)}"))
+
+    def schema(self, name: str) -> ObjT:
+        """The JSON schema of an entity's attributes."""
+        return self._one(Request("GET", f"/lsm/v1/service_catalog/{_seg(name)}/schema"))
+
+    # -- service inventory --------------------------------------------------------------------------
+    def create_instance(
+        self,
+        entity: str,
+        attributes: dict[str, Any],
+        *,
+        instance_id: str | None = None,
+        initial_state: str | None = None,
+    ) -> ObjT:
+        """Order an instance; the answer is the instance at version 1."""
+        body = _drop_none(
+            {"attributes": attributes, "service_instance_id": instance_id, "initial_state": initial_state}
+        )
+        return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}", json=body))
+
+    def list_instances(
+        self,
+        entity: str,
+        *,
+        states: list[str] | None = None,
+        include_deleted: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        sort: str = "created_at",
+    ) -> ListT:
+        """The entity's instances, optionally only those in ``states``."""
+        params: dict[str, Any] = {"limit": limit, "offset": offset, "sort": sort}
+        if states:
+            params["state"] = list(states)
+        if include_deleted:
+            params["include_deleted"] = "true"
+        return self._many(Request("GET", f"/lsm/v1/service_inventory/{_seg(entity)}", params=params))
+
+    def get_instance(self, entity: str, ref: str) -> ObjT:
+        """One instance, by id or ``<identity_attr>=<value>``."""
+        return self._one(Request("GET", _instance_path(entity, ref)))
+
+    def update_instance(
+        self, entity: str, ref: str, *, current_version: int, attributes: dict[str, Any]
+    ) -> ObjT:
+        """Merge ``attributes`` into the candidate set (the state's ``on_update`` transfer)."""
+        body = {"current_version": current_version, "attributes": attributes}
+        return self._one(Request("PATCH", _instance_path(entity, ref), json=body))
+
+    def set_state(
+        self, entity: str, ref: str, *, current_version: int, target_state: str, message: str | None = None
+    ) -> ObjT:
+        """Fire the ``api_set_state`` transfer to ``target_state``."""
+        body = _drop_none(
+            {"current_version": current_version, "target_state": target_state, "message": message}
+        )
+        return self._one(Request("POST", _instance_path(entity, ref) + "/state", json=body))
+
+    def delete_instance(self, entity: str, ref: str, *, current_version: int) -> ObjT:
+        """Fire the state's ``on_delete`` transfer."""
+        params = {"current_version": current_version}
+        return self._one(Request("DELETE", _instance_path(entity, ref), params=params))
+
+    def instance_log(self, entity: str, ref: str) -> ListT:
+        """The instance's event log, oldest first."""
+        return self._many(Request("GET", _instance_path(entity, ref) + "/log"))
+
+    def instance_resources(self, entity: str, ref: str) -> ListT:
+        """The instance's resources and their deploy state."""
+        return self._many(Request("GET", _instance_path(entity, ref) + "/resources"))
+
+    def diagnose(self, entity: str, ref: str) -> ObjT:
+        """Why the instance is where it is."""
+        return self._one(Request("GET", _instance_path(entity, ref) + "/diagnose"))
+
+    # -- compiles -------------------------------------------------------------------------------------
+    def request_compile(
+        self,
+        *,
+        kind: str = "full",
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        wait: bool = False,
+    ) -> ObjT:
+        """Request a compile; with ``wait`` the answer comes when it finished (long timeout)."""
+        body = _drop_none(
+            {
+                "kind": kind,
+                "instance_ids": instance_ids,
+                "service_entities": service_entities,
+                "exclude": exclude,
+                "wait": wait,
+            }
+        )
+        timeout = COMPILE_WAIT_TIMEOUT if wait else None
+        return self._one(Request("POST", "/api/v1/compiles", json=body, timeout=timeout))
+
+    def list_compiles(self, *, limit: int = 50, offset: int = 0) -> ListT:
+        """The compile queue and history, newest first."""
+        return self._many(Request("GET", "/api/v1/compiles", params={"limit": limit, "offset": offset}))
+
+    def get_compile(self, compile_id: str) -> ObjT:
+        """One compile report."""
+        return self._one(Request("GET", f"/api/v1/compiles/{_seg(compile_id)}"))
+
+    # -- desired state -------------------------------------------------------------------------------
+    def desired_states(self, *, limit: int = 50, offset: int = 0) -> ListT:
+        """Desired-state versions, newest first."""
+        return self._many(Request("GET", "/api/v1/desired_state", params={"limit": limit, "offset": offset}))
+
+    def desired_state(self, version: int) -> ObjT:
+        """One version: its resource sets and shared resource ids."""
+        return self._one(Request("GET", f"/api/v1/desired_state/{_seg(version)}"))
+
+    def desired_state_resources(self, version: int) -> ListT:
+        """The resources of one version."""
+        return self._many(Request("GET", f"/api/v1/desired_state/{_seg(version)}/resources"))
+
+    # -- environments and settings -------------------------------------------------------------------
+    def environments(self) -> ListT:
+        """Every environment."""
+        return self._many(Request("GET", "/api/v1/environments"))
+
+    def get_environment(self, name: str | None = None) -> ObjT:
+        """One environment (this client's when ``name`` is not given)."""
+        return self._one(Request("GET", f"/api/v1/environments/{_seg(self._env(name))}"))
+
+    def create_environment(self, name: str, model: str | None = None) -> ObjT:
+        """A new environment, with its own model (the server's when not given)."""
+        body = _drop_none({"name": name, "model": model})
+        return self._one(Request("POST", "/api/v1/environments", json=body))
+
+    def settings(self, environment: str | None = None) -> ObjT:
+        """The settings of an environment (this client's when not given)."""
+        return self._one(Request("GET", f"/api/v1/environments/{_seg(self._env(environment))}/settings"))
+
+    def set_setting(self, key: str, value: Any, *, environment: str | None = None) -> ObjT:
+        """Set one setting of an environment (this client's when not given)."""
+        path = f"/api/v1/environments/{_seg(self._env(environment))}/settings/{_seg(key)}"
+        return self._one(Request("PUT", path, json={"value": value}))
+
+    def _env(self, name: str | None) -> str:
+        """Routes that name the environment in the path need a name: given, this client's, or
+        ``default`` (the name of the server's default environment unless configured otherwise)."""
+        return name or self.environment or "default"
+
+
+def _instance_path(entity: str, ref: str) -> str:
+    return f"/lsm/v1/service_inventory/{_seg(entity)}/{_seg(ref)}"
