@@ -1,1 +1,30 @@
-"""lsm.lifecycle"""
+"""Lifecycles: the state machines every service instance walks (pure Python, no I/O but reading YAML).
+
+* ``spec``: the validated definition (``LifecycleSpec``) and its consistency rules;
+* ``loading``: lifecycle files, the entry-point group ``lsm.lifecycles``, the registry;
+* ``machine``: the ``transitions`` machine that answers where a trigger takes an instance;
+* ``operations``: what promote / rollback / clear do to the attribute sets;
+* ``render``: tables and Graphviz DOT for people.
+
+This package decides; it never writes an instance. ``lsm.orchestration`` applies its answers.
+"""
+
+from lsm.lifecycle.spec import (
+    AttributeSetName,
+    Label,
+    LifecycleSpec,
+    Operation,
+    StateSpec,
+    TransferSpec,
+    Trigger,
+)
+
+__all__ = [
+    "AttributeSetName",
+    "Label",
+    "LifecycleSpec",
+    "Operation",
+    "StateSpec",
+    "TransferSpec",
+    "Trigger",
+]

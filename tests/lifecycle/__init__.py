@@ -1,0 +1,1 @@
+"""Tests of lsm.lifecycle: specs, bundled lifecycles, machines, operations, loading, rendering."""
