@@ -9,6 +9,13 @@
 This package decides; it never writes an instance. ``lsm.orchestration`` applies its answers.
 """
 
+from lsm.lifecycle.loading import (
+    ENTRY_POINT_GROUP,
+    LifecycleRegistry,
+    entry_point_files,
+    load_lifecycle_file,
+)
+from lsm.lifecycle.machine import LifecycleMachine, Step, edge_trigger
 from lsm.lifecycle.spec import (
     AttributeSetName,
     Label,
@@ -20,11 +27,18 @@ from lsm.lifecycle.spec import (
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "AttributeSetName",
     "Label",
+    "LifecycleMachine",
+    "LifecycleRegistry",
     "LifecycleSpec",
     "Operation",
     "StateSpec",
+    "Step",
     "TransferSpec",
     "Trigger",
+    "edge_trigger",
+    "entry_point_files",
+    "load_lifecycle_file",
 ]
