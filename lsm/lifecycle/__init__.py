@@ -16,6 +16,8 @@ from lsm.lifecycle.loading import (
     load_lifecycle_file,
 )
 from lsm.lifecycle.machine import LifecycleMachine, Step, edge_trigger
+from lsm.lifecycle.operations import AttributeSets, apply_operation
+from lsm.lifecycle.render import render_dot, render_states_table, render_table, render_transfers_table
 from lsm.lifecycle.spec import (
     AttributeSetName,
     Label,
@@ -29,6 +31,7 @@ from lsm.lifecycle.spec import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AttributeSetName",
+    "AttributeSets",
     "Label",
     "LifecycleMachine",
     "LifecycleRegistry",
@@ -38,7 +41,12 @@ __all__ = [
     "Step",
     "TransferSpec",
     "Trigger",
+    "apply_operation",
     "edge_trigger",
     "entry_point_files",
     "load_lifecycle_file",
+    "render_dot",
+    "render_states_table",
+    "render_table",
+    "render_transfers_table",
 ]
