@@ -1,0 +1,687 @@
+"""``lsm``: the command line of lsm-engine (typer + rich).
+
+Two kinds of commands:
+
+* **server side**: ``server`` runs the engine and its API; ``quickstart`` runs a demo end to
+  end; ``lifecycle show`` reads lifecycle files offline. ``worker`` / ``agent`` are reserved.
+* **client side**: everything else talks to a running server through ``lsm.client.Client``;
+  each takes ``--url`` (``LSM_URL``), ``--environment`` (``LSM_ENVIRONMENT``) and ``--json``.
+
+Errors are printed as ``error: <message>`` in red with their details, exit code 1, never a
+traceback for an ``LsmError``; bad command-line input is a usage error (exit 2).
+
+Server-side modules (the engine, FastAPI, uvicorn, lifecycle files) are imported inside the
+commands that need them, so that client commands start fast and need only ``lsm.client``.
+
+Example::
+
+    lsm server --model examples/router_port &
+    lsm instance create router --attr mgmt_ip='"10.0.0.1"' --attr name=edge-1
+    lsm instance show router mgmt_ip=10.0.0.1
+    lsm lifecycle show simple --dot | dot -Tsvg > simple.svg
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from lsm.client import DEFAULT_URL, Client
+from lsm.errors import LsmError
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+app = typer.Typer(
+    name="lsm",
+    help="lsm-engine: service lifecycle engine (Inmanta LSM style).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+catalog_app = typer.Typer(
+    help="The service catalog: entities of the environment's model.", no_args_is_help=True
+)
+instance_app = typer.Typer(help="Service instances: order, change, inspect.", no_args_is_help=True)
+environment_app = typer.Typer(help="Environments and their settings.", no_args_is_help=True)
+lifecycle_app = typer.Typer(help="Lifecycles (read offline from the lifecycle files).", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+app.add_typer(instance_app, name="instance")
+app.add_typer(environment_app, name="environment")
+app.add_typer(lifecycle_app, name="lifecycle")
+
+# -- options shared by every client command ------------------------------------------------------
+Url = Annotated[str, typer.Option("--url", envvar="LSM_URL", help="Base URL of the lsm server.")]
+Environment = Annotated[
+    str | None,
+    typer.Option("--environment", "-e", envvar="LSM_ENVIRONMENT", help="Environment name or id."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+Attr = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--attr", "-a", help="key=value, repeatable; the value is JSON when it parses, else a string."
+    ),
+]
+AttributesJson = Annotated[str | None, typer.Option("--attributes", help="All attributes as a JSON object.")]
+CurrentVersion = Annotated[
+    int, typer.Option("--current-version", "-v", help="The instance version this change is based on.")
+]
+
+
+# -- plumbing ----------------------------------------------------------------------------------------
+def fail(exc: LsmError) -> typer.Exit:
+    """Print an engine error (message, then details) and give the exit to raise."""
+    err.print(f"[red]error:[/] {escape(exc.message)}")
+    for key, value in exc.details.items():
+        if key == "errors" and isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict) and "path" in item:
+                    err.print(f"  - {escape(str(item['path']))}: {escape(str(item.get('reason', '')))}")
+                else:
+                    err.print(f"  - {escape(_compact(item))}")
+        else:
+            err.print(f"  {escape(key)}: {escape(_compact(value))}")
+    return typer.Exit(1)
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+@contextmanager
+def errors_reported(url: str | None = None) -> Iterator[None]:
+    """Turn ``LsmError`` and transport failures into ``error: ...`` and exit code 1."""
+    try:
+        yield
+    except LsmError as exc:
+        raise fail(exc) from None
+    except httpx.TransportError as exc:
+        where = f" at {url}" if url else ""
+        reason = str(exc) or type(exc).__name__
+        err.print(f"[red]error:[/] cannot reach the lsm server{escape(where)}: {escape(reason)}")
+        raise typer.Exit(1) from None
+
+
+def call(
+    url: str,
+    environment: str | None,
+    as_json: bool,
+    request: Callable[[Client], Any],
+    show: Callable[[Any], None],
+) -> None:
+    """Run one client request and print its answer: raw JSON with ``--json``, else ``show``."""
+    with errors_reported(url), Client(url, environment) as client:
+        result = request(client)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, default=str))
+    else:
+        show(result)
+
+
+def parse_attributes(attrs: list[str] | None, attributes: str | None) -> dict[str, Any]:
+    """``--attributes '{json}'`` first, then each ``--attr key=value`` over it."""
+    result: dict[str, Any] = {}
+    if attributes:
+        try:
+            parsed = json.loads(attributes)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--attributes") from None
+        if not isinstance(parsed, dict):
+            raise typer.BadParameter("must be a JSON object", param_hint="--attributes")
+        result.update(parsed)
+    for item in attrs or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--attr")
+        try:
+            result[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            result[key.strip()] = raw
+    return result
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return escape(_compact(value))
+
+
+def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
+    table = Table(show_header=False, title=title, title_justify="left", box=None)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in data.items():
+        table.add_row(escape(str(key)), _cell(value))
+    out.print(table)
+
+
+# -- server side ----------------------------------------------------------------------------------------
+@app.command()
+def server(
+    model: Annotated[str | None, typer.Option("--model", help="Model path or module (LSM_MODEL).")] = None,
+    database: Annotated[
+        str | None, typer.Option("--database", help="Database URL (LSM_DATABASE_URL); ./lsm.db by default.")
+    ] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Address to listen on (127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port to listen on (8888).")] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
+    ] = None,
+) -> None:
+    """Run the API with its embedded compile worker until interrupted."""
+    import uvicorn
+
+    from lsm.api import create_app
+    from lsm.runtime.config import load_config
+    from lsm.runtime.engine import Engine
+
+    with errors_reported():
+        settings = load_config(config, database_url=database, model=model, host=host, port=port)
+        engine = Engine(settings)
+        engine.start()
+    try:
+        err.print(f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url})")
+        uvicorn.run(create_app(engine), host=settings.host, port=settings.port, log_level="info")
+    finally:
+        engine.stop()
+
+
+def _not_yet(command: str) -> None:
+    err.print(
+        f"[yellow]lsm {command} is not available yet[/]: run `lsm server`, which embeds the compile "
+        "worker, until separate worker and agent processes ship."
+    )
+    raise typer.Exit(2)
+
+
+@app.command()
+def worker() -> None:
+    """(Not available yet) a separate compile worker process."""
+    _not_yet("worker")
+
+
+@app.command()
+def agent() -> None:
+    """(Not available yet) a separate deploy agent process."""
+    _not_yet("agent")
+
+
+@app.command()
+def quickstart(
+    timeout: Annotated[float, typer.Option(help="Overall bound on following the lifecycles (s).")] = 60.0,
+) -> None:
+    """Start an embedded server, order a router and two ports, follow their lifecycles."""
+    from lsm import quickstart as demo
+
+    with errors_reported():
+        code = demo.run(out, timeout=timeout)
+    raise typer.Exit(code)
+
+
+@lifecycle_app.command("show")
+def lifecycle_show(
+    name: Annotated[str, typer.Argument(help="Lifecycle name, e.g. simple.")],
+    dot: Annotated[bool, typer.Option("--dot", help="Print Graphviz DOT instead of tables.")] = False,
+    lifecycle_dir: Annotated[
+        list[str] | None,
+        typer.Option("--lifecycle-dir", help="Extra folder (or file) of lifecycles; repeatable."),
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """States and transfers of a lifecycle, as tables or DOT; no server needed."""
+    from lsm.lifecycle.loading import LifecycleRegistry
+    from lsm.lifecycle.render import render_dot, render_table
+
+    with errors_reported():
+        spec = LifecycleRegistry.discover(lifecycle_dir or []).get(name)
+    if as_json:
+        typer.echo(json.dumps(spec.model_dump(mode="json"), indent=2))
+    elif dot:
+        typer.echo(render_dot(spec), nl=False)
+    else:
+        out.print(render_table(spec))
+
+
+# -- catalog ---------------------------------------------------------------------------------------------
+@catalog_app.command("list")
+def catalog_list(url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False) -> None:
+    """Every service entity with its lifecycle, identity, owner and instance counts."""
+
+    def show(entities: list[dict[str, Any]]) -> None:
+        table = Table(title="service catalog", title_justify="left")
+        for column in ("entity", "lifecycle", "identity", "owner", "attributes", "instances"):
+            table.add_column(column)
+        for entity in entities:
+            lifecycle = entity.get("lifecycle")
+            summary = entity.get("instance_summary") or {}
+            table.add_row(
+                escape(entity["name"]),
+                escape(lifecycle.get("name", "") if isinstance(lifecycle, dict) else str(lifecycle or "")),
+                _cell(entity.get("identity")),
+                _cell(entity.get("owner")),
+                escape(", ".join(a["name"] for a in entity.get("attributes", []))),
+                escape(", ".join(f"{k}: {v}" for k, v in summary.items()))
+                if isinstance(summary, dict)
+                else "",
+            )
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.catalog(), show)
+
+
+@catalog_app.command("show")
+def catalog_show(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    schema: Annotated[bool, typer.Option("--schema", help="Print the entity's JSON schema.")] = False,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """One entity: its attributes (type, modifier, default) and relations."""
+
+    def show(data: dict[str, Any]) -> None:
+        if schema:
+            typer.echo(json.dumps(data, indent=2))
+            return
+        lifecycle = data.get("lifecycle")
+        header = {k: v for k, v in data.items() if k not in ("attributes", "relations", "lifecycle")}
+        header["lifecycle"] = lifecycle.get("name") if isinstance(lifecycle, dict) else lifecycle
+        _print_kv(header, title=f"entity {data.get('name', entity)}")
+        table = Table(title="attributes", title_justify="left")
+        for column in ("name", "type", "modifier", "required", "default", "relation", "description"):
+            table.add_column(column)
+        for a in data.get("attributes", []):
+            table.add_row(
+                escape(a["name"]),
+                _cell(a.get("type")),
+                _cell(a.get("modifier")),
+                "yes" if a.get("required") else "",
+                "" if a.get("required") else _cell(a.get("default")),
+                _cell((a.get("relation") or {}).get("target")),
+                _cell(a.get("description")),
+            )
+        out.print(table)
+
+    def request(client: Client) -> dict[str, Any]:
+        return client.schema(entity) if schema else client.entity(entity)
+
+    call(url, environment, as_json, request, show)
+
+
+# -- instances -------------------------------------------------------------------------------------------
+def _instances_table(instances: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "state", "version", "owner", "attributes"):
+        table.add_column(column)
+    for i in instances:
+        attributes = i.get("active_attributes") or i.get("candidate_attributes") or {}
+        state = escape(i["state"]) + (" [dim](deleted)[/]" if i.get("deleted") else "")
+        table.add_row(i["id"], state, str(i["version"]), _cell(i.get("owner")), _cell(attributes))
+    return table
+
+
+def _show_instance(instance: dict[str, Any]) -> None:
+    head = {
+        k: instance.get(k)
+        for k in ("id", "service_entity", "state", "version", "desired_state_version", "owner", "deleted")
+    }
+    head.update(created_at=instance.get("created_at"), last_updated=instance.get("last_updated"))
+    _print_kv(head, title=f"{instance.get('service_entity')} instance")
+    table = Table(title="attributes", title_justify="left")
+    for column in ("attribute", "candidate", "active", "rollback"):
+        table.add_column(column)
+    sets = [instance.get(f"{s}_attributes") or {} for s in ("candidate", "active", "rollback")]
+    for key in sorted({k for s in sets for k in s}):
+        table.add_row(escape(key), *(_cell(s[key]) if key in s else "" for s in sets))
+    out.print(table)
+
+
+@instance_app.command("create")
+def instance_create(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    attr: Attr = None,
+    attributes: AttributesJson = None,
+    instance_id: Annotated[str | None, typer.Option("--id", help="Choose the instance id (a UUID).")] = None,
+    initial_state: Annotated[
+        str | None, typer.Option("--initial-state", help="An alternative initial state.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Order a new instance (version 1, in the lifecycle's initial state)."""
+    values = parse_attributes(attr, attributes)
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.create_instance(entity, values, instance_id=instance_id, initial_state=initial_state),
+        _show_instance,
+    )
+
+
+@instance_app.command("list")
+def instance_list(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    state: Annotated[
+        list[str] | None, typer.Option("--state", "-s", help="Only this state; repeatable.")
+    ] = None,
+    include_deleted: Annotated[
+        bool, typer.Option("--include-deleted", help="Show deleted instances too.")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
+    sort: Annotated[str, typer.Option(help="Sort key, e.g. created_at or state.")] = "created_at",
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """The entity's instances."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.list_instances(
+            entity, states=state, include_deleted=include_deleted, limit=limit, offset=offset, sort=sort
+        ),
+        lambda instances: out.print(_instances_table(instances, f"{entity} instances")),
+    )
+
+
+Ref = Annotated[str, typer.Argument(help="Instance id, or <identity_attr>=<value>.")]
+
+
+@instance_app.command("show")
+def instance_show(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """One instance with its three attribute sets."""
+    call(url, environment, as_json, lambda c: c.get_instance(entity, ref), _show_instance)
+
+
+@instance_app.command("update")
+def instance_update(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    current_version: CurrentVersion,
+    attr: Attr = None,
+    attributes: AttributesJson = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Change attributes (merged into the candidate set; fires the state's on_update transfer)."""
+    values = parse_attributes(attr, attributes)
+    if not values:
+        raise typer.BadParameter("give --attr key=value or --attributes '{...}'", param_hint="--attr")
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.update_instance(entity, ref, current_version=current_version, attributes=values),
+        _show_instance,
+    )
+
+
+@instance_app.command("set-state")
+def instance_set_state(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    target_state: Annotated[str, typer.Argument(help="The state to go to (an api_set_state transfer).")],
+    current_version: CurrentVersion,
+    message: Annotated[str | None, typer.Option("--message", "-m", help="Recorded in the event log.")] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Move an instance to another state through its api_set_state transfer."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.set_state(
+            entity, ref, current_version=current_version, target_state=target_state, message=message
+        ),
+        _show_instance,
+    )
+
+
+@instance_app.command("delete")
+def instance_delete(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    current_version: CurrentVersion,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Delete an instance (fires the state's on_delete transfer)."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.delete_instance(entity, ref, current_version=current_version),
+        _show_instance,
+    )
+
+
+@instance_app.command("log")
+def instance_log(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """The instance's event log, oldest first."""
+
+    def show(events: list[dict[str, Any]]) -> None:
+        table = Table(title="event log", title_justify="left")
+        for column in ("version", "time", "source", "target", "trigger", "compile", "message"):
+            table.add_column(column)
+        for e in events:
+            target = (
+                ("[red]" + escape(e["target"]) + " (error)[/]") if e.get("is_error") else escape(e["target"])
+            )
+            table.add_row(
+                str(e["version"]),
+                _cell(e.get("created_at")),
+                _cell(e.get("source")),
+                target,
+                escape(e["trigger"]),
+                _cell(e.get("compile_id")),
+                _cell(e.get("message")),
+            )
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.instance_log(entity, ref), show)
+
+
+@instance_app.command("diagnose")
+def instance_diagnose(
+    entity: Annotated[str, typer.Argument(help="Entity (API name).")],
+    ref: Ref,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Why an instance is where it is: failing validation, failed resources, pending compile."""
+    call(url, environment, as_json, lambda c: c.diagnose(entity, ref), lambda data: _print_kv(data))
+
+
+# -- compiles and desired state ------------------------------------------------------------------------
+@app.command("compile")
+def compile_(
+    full: Annotated[
+        bool, typer.Option("--full", help="A full compile (the default without --entity/--id).")
+    ] = False,
+    entity: Annotated[
+        list[str] | None, typer.Option("--entity", help="Partial: every instance of it.")
+    ] = None,
+    instance_id: Annotated[
+        list[str] | None, typer.Option("--id", help="Partial: this instance's tree.")
+    ] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Leave this instance out.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Return when the compile finished.")] = False,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Request a compile: full, or partial for instances (--id) and entities (--entity)."""
+    if full and (entity or instance_id):
+        raise typer.BadParameter(
+            "--full compiles everything; leave out --entity and --id", param_hint="--full"
+        )
+    kind = "partial" if (entity or instance_id) else "full"
+
+    def show(report: dict[str, Any]) -> None:
+        _print_kv(
+            {
+                k: report.get(k)
+                for k in (
+                    "id",
+                    "kind",
+                    "status",
+                    "merged_into",
+                    "desired_state_version",
+                    "created_at",
+                    "finished_at",
+                )
+            },
+            title="compile",
+        )
+        error = (report.get("report") or {}).get("error")
+        if error:
+            err.print(f"[red]compile error:[/] {escape(_compact(error))}")
+
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.request_compile(
+            kind=kind, instance_ids=instance_id, service_entities=entity, exclude=exclude, wait=wait
+        ),
+        show,
+    )
+
+
+@app.command("desired-state")
+def desired_state(
+    version: Annotated[int | None, typer.Argument(help="A version; all versions when absent.")] = None,
+    resources: Annotated[bool, typer.Option("--resources", help="List the version's resources.")] = False,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Desired-state versions (newest first), or one version's resource sets or resources."""
+
+    def request(client: Client) -> Any:
+        if version is None:
+            return client.desired_states()
+        return client.desired_state_resources(version) if resources else client.desired_state(version)
+
+    def show(data: Any) -> None:
+        if isinstance(data, dict):
+            _print_kv(data, title=f"desired state {version}")
+            return
+        if not data:
+            out.print("[dim](none)[/]")
+            return
+        table = Table(title_justify="left")
+        columns = list(dict.fromkeys(k for row in data for k in row))
+        for column in columns:
+            table.add_column(column)
+        for row in data:
+            table.add_row(*(_cell(row.get(c)) for c in columns))
+        out.print(table)
+
+    call(url, environment, as_json, request, show)
+
+
+# -- environments ------------------------------------------------------------------------------------
+@environment_app.command("list")
+def environment_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
+    """Every environment."""
+
+    def show(envs: list[dict[str, Any]]) -> None:
+        table = Table(title="environments", title_justify="left")
+        for column in ("name", "id", "model", "created"):
+            table.add_column(column)
+        for e in envs:
+            table.add_row(escape(e["name"]), e["id"], _cell(e.get("model")), _cell(e.get("created_at")))
+        out.print(table)
+
+    call(url, None, as_json, lambda c: c.environments(), show)
+
+
+@environment_app.command("create")
+def environment_create(
+    name: Annotated[str, typer.Argument(help="The new environment's name.")],
+    model: Annotated[str | None, typer.Option("--model", help="Its model; the server's when absent.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: AsJson = False,
+) -> None:
+    """Create an environment."""
+    call(
+        url, None, as_json, lambda c: c.create_environment(name, model), lambda e: _print_kv(e, "environment")
+    )
+
+
+def _show_settings(settings: dict[str, Any]) -> None:
+    table = Table(title="settings", title_justify="left")
+    for column in ("key", "value", "default", "description"):
+        table.add_column(column)
+    for key, meta in settings.items():
+        if isinstance(meta, dict) and "value" in meta:
+            table.add_row(
+                escape(key), _cell(meta["value"]), _cell(meta.get("default")), _cell(meta.get("description"))
+            )
+        else:
+            table.add_row(escape(key), _cell(meta), "", "")
+    out.print(table)
+
+
+@environment_app.command("settings")
+def environment_settings(
+    url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
+) -> None:
+    """An environment's settings with their defaults."""
+    call(url, environment, as_json, lambda c: c.settings(), _show_settings)
+
+
+@environment_app.command("set")
+def environment_set(
+    key: Annotated[str, typer.Argument(help="Setting key, e.g. partial_compiles.")],
+    value: Annotated[str, typer.Argument(help="The value; JSON when it parses (true, 5), else a string.")],
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Set one setting of an environment."""
+    try:
+        parsed: Any = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    call(url, environment, as_json, lambda c: c.set_setting(key, parsed), _show_settings)
+
+
+def main() -> None:
+    """Entry point of the ``lsm`` console script."""
+    app(prog_name="lsm")
+
+
+if __name__ == "__main__":
+    main()

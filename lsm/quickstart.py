@@ -1,0 +1,216 @@
+"""``lsm quickstart``: the engine end to end in one command, with nothing installed beside it.
+
+It starts an embedded server (an ``Engine`` on a temporary SQLite file, the real API served by
+uvicorn on 127.0.0.1 with a free port), loads the ``examples/router_port`` model, orders a
+router and two ports owned by it through the ``Client`` (over HTTP, like an operator would),
+then follows their lifecycles step by step until they settle, and prints the final table.
+
+Why through the client and not the engine: the demo is also a smoke test of every layer an
+operator touches (HTTP, error bodies, the event log); a failed request makes it exit non-zero.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+import lsm
+from lsm.api import create_app
+from lsm.api.server import BackgroundServer
+from lsm.client import Client, RetryPolicy
+from lsm.errors import ConfigurationError, LsmError
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.engine import Engine
+
+EXAMPLE = "router_port"
+#: states in which an instance is done moving for the demo's purposes
+FINAL_STATES = frozenset({"up", "terminated"})
+_STYLES = {"info": "cyan", "success": "green", "warning": "yellow", "danger": "red"}
+
+
+def find_example(name: str = EXAMPLE) -> Path:
+    """The example model directory: next to the installed package, or under the current directory."""
+    candidates = [
+        Path(lsm.__file__).resolve().parent.parent / "examples" / name,
+        Path.cwd() / "examples" / name,
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise ConfigurationError(
+        f"the example model {name!r} was not found (looked in {', '.join(map(str, candidates))}); "
+        "run `lsm quickstart` from a checkout of lsm-engine",
+        example=name,
+    )
+
+
+@dataclass
+class Tracked:
+    """One ordered instance the demo follows."""
+
+    entity: str
+    name: str
+    id: str
+    state: str = ""
+    version: int = 0
+    desired_state_version: int = 0
+    seen_events: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Quickstart:
+    """The demo against a served API; ``run`` returns the exit code."""
+
+    client: Client
+    console: Console
+    timeout: float = 60.0
+    #: seconds without any change after which instances that are not in a final state are settled
+    settle: float = 4.0
+    poll: float = 0.25
+    failures: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def run(self) -> int:
+        if self.call("wait for the server", self.client.health) is None:
+            return 1
+        tracked = self.order()
+        if tracked:
+            self.follow(tracked)
+            self.console.print(self.table(tracked))
+        if self.failures:
+            self.console.print(f"[red]quickstart failed:[/] {len(self.failures)} problem(s)")
+            for failure in self.failures:
+                self.console.print(f"  - {escape(failure)}")
+            return 1
+        self.console.print("[green]quickstart finished[/]")
+        return 0
+
+    def call(self, what: str, request: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one request; a failure is printed, recorded (exit code) and answered with None."""
+        try:
+            return request(*args, **kwargs)
+        except (LsmError, httpx.HTTPError) as exc:
+            self.failures.append(f"{what}: {exc}")
+            self.console.print(f"[red]error[/] {escape(what)}: {escape(str(exc))}")
+            return None
+
+    def order(self) -> list[Tracked]:
+        c = self.client
+        self.console.rule("ordering")
+        for entry in self.call("read the service catalog", c.catalog) or []:
+            for state in (entry.get("lifecycle") or {}).get("states", []):
+                self.labels.setdefault(state["name"], state.get("label", "info"))
+        router = self.call(
+            "create router 10.0.0.1", c.create_instance, "router", {"mgmt_ip": "10.0.0.1", "name": "edge-1"}
+        )
+        if router is None:
+            return []
+        tracked = [self.track("router", "router 10.0.0.1", router)]
+        for port_name in ("eth0", "eth1"):
+            attributes = {"name": port_name, "router": router["id"]}
+            port = self.call(f"create port {port_name}", c.create_instance, "port", attributes)
+            if port is not None:
+                tracked.append(self.track("port", f"port {port_name}", port))
+        return tracked
+
+    def track(self, entity: str, name: str, instance: dict[str, Any]) -> Tracked:
+        self.console.print(
+            f"ordered {escape(name)}: id {instance['id']}, version {instance['version']}, "
+            f"state {self.state(instance['state'])}"
+        )
+        return Tracked(entity, name, instance["id"])
+
+    def follow(self, tracked: list[Tracked]) -> None:
+        """Poll instances and event logs, printing each step, until they settle or time runs out."""
+        self.console.rule("following the lifecycles")
+        start = last_change = time.monotonic()
+        while True:
+            changed = False
+            for item in tracked:
+                changed |= self.refresh(item)
+            now = time.monotonic()
+            if changed:
+                last_change = now
+            if all(item.state in FINAL_STATES for item in tracked):
+                return
+            if now - last_change >= self.settle:
+                waiting = ", ".join(f"{i.name} in {i.state}" for i in tracked if i.state not in FINAL_STATES)
+                self.console.print(
+                    f"[dim]settled: nothing moved for {self.settle:g} s ({escape(waiting)})[/]"
+                )
+                return
+            if now - start >= self.timeout:
+                self.failures.append(f"the instances did not settle within {self.timeout:g} s")
+                return
+            time.sleep(self.poll)
+
+    def refresh(self, item: Tracked) -> bool:
+        instance = self.call(f"read {item.name}", lambda: self.client.get_instance(item.entity, item.id))
+        events = self.call(
+            f"read the log of {item.name}", lambda: self.client.instance_log(item.entity, item.id)
+        )
+        changed = False
+        for event in events or []:
+            if event["id"] in item.seen_events:
+                continue
+            item.seen_events.add(event["id"])
+            changed = True
+            mark = "[red]✗[/]" if event.get("is_error") else "→"
+            message = f" [dim]{escape(event['message'])}[/]" if event.get("message") else ""
+            step = f"{self.state(event.get('source') or '·')} {mark} {self.state(event['target'])}"
+            how = f"[dim]({escape(event['trigger'])}, v{event['version']})[/]"
+            self.console.print(f"{escape(item.name):<18} {step} {how}{message}")
+        if instance is not None and (instance["state"], instance["version"]) != (item.state, item.version):
+            item.state, item.version = instance["state"], instance["version"]
+            item.desired_state_version = instance["desired_state_version"]
+            changed = True
+        return changed
+
+    def state(self, name: str) -> str:
+        style = _STYLES.get(self.labels.get(name, "info"), "cyan")
+        return f"[{style}]{escape(name)}[/]"
+
+    def table(self, tracked: list[Tracked]) -> Table:
+        table = Table(title="service inventory", title_justify="left")
+        for column in ("instance", "entity", "id", "state", "version", "desired state version"):
+            table.add_column(column)
+        for item in tracked:
+            table.add_row(
+                item.name,
+                item.entity,
+                item.id,
+                self.state(item.state),
+                str(item.version),
+                str(item.desired_state_version),
+            )
+        return table
+
+
+def run(console: Console | None = None, *, timeout: float = 60.0, settle: float = 4.0) -> int:
+    """The whole demo; the exit code (0 when every request succeeded and the instances settled)."""
+    console = console or Console()
+    model = find_example()
+    with tempfile.TemporaryDirectory(prefix="lsm-quickstart-") as tmp:
+        database_url = f"sqlite:///{Path(tmp) / 'lsm.db'}"
+        engine = Engine(ServerConfig(database_url=database_url, model=str(model)))
+        engine.start()
+        try:
+            with BackgroundServer(create_app(engine)) as server:
+                console.print(
+                    f"lsm quickstart: model [bold]{escape(str(model))}[/], database {escape(database_url)}\n"
+                    f"API on {server.url} (OpenAPI at {server.url}/docs)"
+                )
+                retry = RetryPolicy(attempts=20, initial_wait=0.05, max_wait=0.5)
+                with Client(server.url, retry=retry) as client:
+                    return Quickstart(client, console, timeout=timeout, settle=settle).run()
+        finally:
+            engine.stop()
