@@ -1,0 +1,203 @@
+"""The selector API: which instances a partial compile sees, decided from the requested ids.
+
+Why: a partial compile must see every instance whose resources may change with the requested
+ones, and nothing more. The default (``OwnerTreeSelector``) takes whole ownership trees; other
+topologies (a tunnel between two routers, every port in a VLAN) need other rules. A selector is
+that rule: it receives the requested instance ids and a read-only ``InventoryView`` and returns,
+per binding name, the instance ids that ``lsm.all(binding)`` returns in that compile.
+
+Two forms, because some rules are naturally per entity and others are one walk:
+
+* ``Selector``: one method, ``select_all(instance_ids) -> {binding name: [ids]}``;
+* ``PhasedSelector``: ``analyse(bindings)`` once, ``register(instance_ids)``, then
+  ``select(binding)`` per binding.
+
+``run_selector`` makes both look the same to the compiler, checks the answer (known bindings,
+live instances of that binding) and turns any exception into ``SelectorError`` carrying the
+selector name and the formatted traceback. Selectors only read, so a failed selector leaves
+nothing behind: the compiler runs it before any write. After ``run_selector``, ``roots()`` gives
+the ownership root of every selected tree (terminated roots included) so that the compiler can
+delete the resource sets of trees that produce nothing. Selectors compose by union: ``a | b``.
+
+Writing a custom selector (a plugin author's view)::
+
+    from lsm.selection import Selector
+
+    class SameSiteSelector(Selector):
+        \"\"\"Recompile every router of the site of each requested router.\"\"\"
+
+        name = "same_site"
+
+        def select_all(self, instance_ids):
+            sites = {self.view.attribute(i, "site") for i in instance_ids}
+            routers = self.view.instances_of("router")
+            return {"router": [r.id for r in routers if self.view.attribute(r.id, "site") in sites]}
+
+    # in the model module:       SELECTORS = {"same_site": SameSiteSelector}
+    # or in a package's pyproject:
+    #   [project.entry-points."lsm.selectors"]
+    #   same_site = "my_package.selectors:SameSiteSelector"
+
+and the environment setting ``selector = "same_site"`` chooses it. ``roots()`` comes for free:
+by default it is the ownership roots of everything requested and selected.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from typing import ClassVar
+
+from lsm.catalog import Binding, Catalog
+from lsm.errors import SelectorError
+from lsm.selection.ownership import ownership_roots
+from lsm.selection.view import InventoryView
+
+#: What ``run_selector`` returns: binding name -> sorted ids of live instances of that binding.
+SelectionResult = dict[str, list[str]]
+
+
+class BaseSelector:
+    """What every selector shares: the view, the catalog, ``roots()`` and union (``|``).
+
+    Subclass ``Selector`` or ``PhasedSelector``, not this class. A selector object lives for one
+    compile: it is constructed with the compile's view and catalog, run once, then discarded.
+    Selectors configured with parameters take them as keyword arguments after these two.
+    """
+
+    #: The name used in errors and reports (the registered name for bundled selectors).
+    name: ClassVar[str] = ""
+
+    def __init__(self, view: InventoryView, catalog: Catalog) -> None:
+        self.view = view
+        self.catalog = catalog
+        self._roots: list[str] | None = None
+
+    def roots(self) -> list[str]:
+        """The ownership root id of every selected tree, terminated or not; after ``run_selector``."""
+        if self._roots is None:
+            raise RuntimeError(f"{selector_name(self)}: roots() is only known after run_selector()")
+        return list(self._roots)
+
+    def compute_roots(self, requested_ids: Sequence[str], selected: SelectionResult) -> Iterable[str]:
+        """Override to report roots cheaper; by default the ownership roots of requested + selected."""
+        ids = [*requested_ids, *(i for ids in selected.values() for i in ids)]
+        return set(ownership_roots(self.view, ids).values())
+
+    def __or__(self, other: BaseSelector) -> UnionSelector:
+        return UnionSelector(self, other)
+
+
+class Selector(BaseSelector):
+    """The one-method form: ``select_all(instance_ids) -> {binding name: [ids]}``."""
+
+    def select_all(self, instance_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        raise NotImplementedError
+
+
+class PhasedSelector(BaseSelector):
+    """The phased form: ``analyse(bindings)``, ``register(instance_ids)``, then ``select(binding)``."""
+
+    def analyse(self, bindings: Sequence[Binding]) -> None:
+        """Look at the bindings of the compile once (precompute relations, owners...)."""
+
+    def register(self, instance_ids: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    def select(self, binding: Binding) -> Iterable[str]:
+        raise NotImplementedError
+
+
+class UnionSelector(Selector):
+    """Every instance that any of its selectors selects; roots are the union of theirs."""
+
+    name = "union"
+
+    def __init__(self, *selectors: BaseSelector) -> None:
+        if not selectors:
+            raise ValueError("a union needs at least one selector")
+        parts: list[BaseSelector] = []
+        for selector in selectors:  # (a | b) | c is one flat union of three
+            parts.extend(selector.selectors if isinstance(selector, UnionSelector) else [selector])
+        super().__init__(parts[0].view, parts[0].catalog)
+        self.selectors: tuple[BaseSelector, ...] = tuple(parts)
+
+    def select_all(self, instance_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        merged: dict[str, set[str]] = {}
+        for selector in self.selectors:
+            for binding, ids in run_selector(selector, instance_ids).items():
+                merged.setdefault(binding, set()).update(ids)
+        return merged
+
+    def compute_roots(self, requested_ids: Sequence[str], selected: SelectionResult) -> Iterable[str]:
+        return {root for selector in self.selectors for root in selector.roots()}
+
+
+def selector_name(selector: BaseSelector | type[BaseSelector]) -> str:
+    cls = selector if isinstance(selector, type) else type(selector)
+    return cls.name or cls.__qualname__
+
+
+def run_selector(selector: BaseSelector, requested_ids: Iterable[str]) -> SelectionResult:
+    """Run either form of selector; return ``{binding name: sorted ids}`` for every binding.
+
+    Raises ``SelectorError`` (details: ``selector``, ``traceback``) when the selector raises or
+    answers with an unknown binding, an unknown or terminated instance, or an instance of
+    another binding. Afterwards ``selector.roots()`` is known.
+    """
+    requested = list(dict.fromkeys(requested_ids))
+    name = selector_name(selector)
+    try:
+        if isinstance(selector, PhasedSelector):
+            bindings = list(selector.catalog)
+            selector.analyse(bindings)
+            selector.register(requested)
+            raw: Mapping[str, Iterable[str]] = {b.name: selector.select(b) for b in bindings}
+        elif isinstance(selector, Selector):
+            raw = selector.select_all(requested)
+        else:
+            raise TypeError(f"{name} is neither a Selector nor a PhasedSelector")
+        result = _checked(selector, raw)
+        selector._roots = sorted(set(selector.compute_roots(requested, result)))
+    except SelectorError as exc:
+        exc.details.setdefault("selector", name)
+        exc.details.setdefault("traceback", traceback.format_exc())
+        raise
+    except Exception as exc:
+        raise SelectorError(
+            f"selector {name!r} failed: {type(exc).__name__}: {exc}",
+            selector=name,
+            traceback=traceback.format_exc(),
+        ) from exc
+    return result
+
+
+def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> SelectionResult:
+    """Every binding present, ids de-duplicated and sorted, each a live instance of its binding."""
+    unknown = sorted(set(raw) - set(selector.catalog.names()))
+    if unknown:
+        raise SelectorError(f"selector answered for unknown entities: {', '.join(unknown)}", entities=unknown)
+    result: SelectionResult = {}
+    for binding in selector.catalog:
+        ids = sorted(set(raw.get(binding.name, ())))
+        records = selector.view.get_many(ids)
+        wrong = [i for i in ids if i not in records or records[i].entity != binding.name]
+        if wrong:
+            raise SelectorError(
+                f"selector returned ids that are not live {binding.name} instances: {', '.join(wrong)}",
+                entity=binding.name,
+                instance_ids=wrong,
+            )
+        result[binding.name] = ids
+    return result
+
+
+__all__ = [
+    "BaseSelector",
+    "PhasedSelector",
+    "SelectionResult",
+    "Selector",
+    "UnionSelector",
+    "run_selector",
+    "selector_name",
+]

@@ -1,0 +1,303 @@
+"""``InventoryView``: the read-only, cached window on one environment's inventory for one compile.
+
+Why it exists: a selector asks many small questions (who owns this instance, what are its
+children, what refers to it) and the compiler then needs the rows of everything selected. Asked
+naively that is one query per instance and per question; a partial compile would then cost in
+proportion to the inventory, which is exactly what partial compiles exist to avoid. The view
+answers every question from a cache keyed by instance id, fetches each row at most once, and
+offers batch forms (``get_many``, ``children_many``, ``references_*_many``) so that a walk over
+a whole tree level is one ``IN`` query (chunked). Every query goes through an index of
+``lsm_instance`` / ``lsm_instance_ref``: the cost depends on the rows touched, never on the size
+of the inventory. Only ``instances_of`` lists a whole entity, and only filter selectors use it.
+
+What it must not do: write. It hands out frozen ``InstanceRecord`` snapshots and read-only
+mappings, never ORM objects, so nothing a selector does can reach the database. It is built per
+compile and is not thread-safe.
+
+Give it a ``Session`` inside a read transaction to see one consistent snapshot (what the
+compiler does); given a ``Database`` it runs each query in its own short read transaction.
+
+    with db.read() as session:
+        view = InventoryView(session, env_id, catalog, attribute_set=lambda row: "active")
+        view.owner(port_id)            # -> the router's id
+        view.children(router_id)       # -> ids of its live ports
+        view.attribute(port_id, "vlan")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, cast
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from lsm.catalog import Catalog
+from lsm.errors import UnknownInstance
+from lsm.inventory.database import Database
+from lsm.inventory.tables import InstanceRefRow, InstanceRow
+
+AttributeSetName = Literal["candidate", "active", "rollback"]
+
+#: Chooses, per instance, the attribute set this compile uses (``None``: the instance is left out).
+AttributeSetChooser = Callable[["InstanceRecord"], AttributeSetName | None]
+
+#: Ids per ``IN (...)`` query: far below SQLite's and PostgreSQL's bound-parameter limits.
+DEFAULT_CHUNK_SIZE = 500
+
+_INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
+_REFS: sa.Table = InstanceRefRow.metadata.tables["lsm_instance_ref"]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRecord:
+    """A frozen snapshot of one ``lsm_instance`` row (same field names as ``InstanceRow``)."""
+
+    id: str
+    env_id: str
+    entity: str
+    state: str
+    version: int
+    desired_state_version: int
+    candidate_attributes: dict[str, Any] | None
+    active_attributes: dict[str, Any] | None
+    rollback_attributes: dict[str, Any] | None
+    config: dict[str, Any]
+    identity: str | None
+    owner_id: str | None
+    deleted: bool
+    created_at: datetime
+    last_updated: datetime
+
+    @property
+    def terminated(self) -> bool:
+        """A deleted instance: kept for walks and history, never returned to a compile."""
+        return self.deleted
+
+    def attribute_set(self, name: AttributeSetName) -> dict[str, Any] | None:
+        return cast("dict[str, Any] | None", getattr(self, f"{name}_attributes"))
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(InstanceRecord))
+
+
+class Relation(NamedTuple):
+    """One inter-service relation ``source_id.attribute -> target_id`` (in any attribute set)."""
+
+    source_id: str
+    attribute: str
+    target_id: str
+
+
+def default_attribute_set(record: InstanceRecord) -> AttributeSetName | None:
+    """The set an exporting compile uses: ``active`` (the compiler passes its own chooser)."""
+    return "active"
+
+
+class InventoryView:
+    """Read-only, cached access to one environment's instances and relations (see module doc)."""
+
+    def __init__(
+        self,
+        source: Database | Session,
+        env_id: str,
+        catalog: Catalog,
+        *,
+        attribute_set: AttributeSetChooser = default_attribute_set,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be positive")
+        self._source = source
+        self.env_id = env_id
+        self.catalog = catalog
+        self._choose = attribute_set
+        self._chunk = chunk_size
+        self._rows: dict[str, InstanceRecord | None] = {}  # None: known not to exist
+        self._sets: dict[str, AttributeSetName | None] = {}
+        self._children: dict[str, tuple[str, ...]] = {}
+        self._refs_from: dict[str, tuple[Relation, ...]] = {}
+        self._refs_to: dict[str, tuple[Relation, ...]] = {}
+        self._listings: dict[tuple[str, bool, frozenset[str] | None], tuple[str, ...]] = {}
+        self._queries = 0
+
+    @property
+    def queries(self) -> int:
+        """Statements this view has issued so far (for compile reports and benchmarks)."""
+        return self._queries
+
+    # -- instances -----------------------------------------------------------------------
+    def get(self, instance_id: str, *, include_terminated: bool = False) -> InstanceRecord | None:
+        """The instance, or ``None`` when unknown (or terminated, unless asked for)."""
+        return self.get_many([instance_id], include_terminated=include_terminated).get(instance_id)
+
+    def get_many(
+        self, instance_ids: Iterable[str], *, include_terminated: bool = False
+    ) -> dict[str, InstanceRecord]:
+        """The known instances among ``instance_ids``; uncached ones are fetched in batches."""
+        ids = list(dict.fromkeys(instance_ids))
+        missing = [i for i in ids if i not in self._rows]
+        for chunk in self._chunks(missing):
+            for mapping in self._fetch(sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.id.in_(chunk))):
+                self._remember(mapping)
+            for i in chunk:
+                self._rows.setdefault(i, None)
+        out: dict[str, InstanceRecord] = {}
+        for i in ids:
+            record = self._rows[i]
+            if record is not None and (include_terminated or not record.deleted):
+                out[i] = record
+        return out
+
+    def require(self, instance_id: str) -> InstanceRecord:
+        """The instance, terminated or not; ``UnknownInstance`` when it is not in the inventory."""
+        record = self.get(instance_id, include_terminated=True)
+        if record is None:
+            raise UnknownInstance(
+                f"instance {instance_id!r} is not in the inventory", instance_id=instance_id
+            )
+        return record
+
+    def instances_of(
+        self,
+        binding_name: str,
+        *,
+        include_terminated: bool = False,
+        states: Collection[str] | None = None,
+    ) -> list[InstanceRecord]:
+        """Every instance of a binding (optionally in ``states``), through the entity/state index.
+
+        This one reads a whole entity: only entity, state and attribute-filter selectors use it.
+        """
+        name = self.catalog.get(binding_name).name
+        key = (name, include_terminated, None if states is None else frozenset(states))
+        if key not in self._listings:
+            stmt = sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.entity == name)
+            if states is not None:
+                stmt = stmt.where(_INSTANCES.c.state.in_(sorted(key[2] or ())))
+            if not include_terminated:
+                stmt = stmt.where(_INSTANCES.c.deleted == sa.false())
+            ids = [self._remember(m).id for m in self._fetch(stmt.order_by(_INSTANCES.c.id))]
+            self._listings[key] = tuple(ids)
+        return [r for r in (self._rows[i] for i in self._listings[key]) if r is not None]
+
+    # -- attributes --------------------------------------------------------------------------
+    def attribute_set_name(self, instance_id: str) -> AttributeSetName | None:
+        """The set this compile uses for the instance (``None``: the compile leaves it out)."""
+        if instance_id not in self._sets:
+            self._sets[instance_id] = self._choose(self.require(instance_id))
+        return self._sets[instance_id]
+
+    def attributes(self, instance_id: str) -> Mapping[str, Any] | None:
+        """The chosen attribute set, read-only; ``None`` when there is no such set."""
+        name = self.attribute_set_name(instance_id)
+        values = None if name is None else self.require(instance_id).attribute_set(name)
+        return None if values is None else MappingProxyType(values)
+
+    def attribute(self, instance_id: str, name: str, default: Any = None) -> Any:
+        """One attribute from the chosen set (``default`` when the set or the attribute is absent)."""
+        values = self.attributes(instance_id)
+        return default if values is None else values.get(name, default)
+
+    # -- ownership ---------------------------------------------------------------------------
+    def owner(self, instance_id: str) -> str | None:
+        """The owner instance id (the cached ``relation_to_owner`` value), ``None`` for a root."""
+        return self.require(instance_id).owner_id
+
+    def children(self, instance_id: str, *, include_terminated: bool = False) -> list[str]:
+        """Ids of the instances owned by ``instance_id`` (of every binding), sorted."""
+        return self.children_many([instance_id], include_terminated=include_terminated)[instance_id]
+
+    def children_many(
+        self, instance_ids: Iterable[str], *, include_terminated: bool = False
+    ) -> dict[str, list[str]]:
+        """Children of many owners: one indexed query per chunk, child rows cached on the way."""
+        ids = list(dict.fromkeys(instance_ids))
+        missing = [i for i in ids if i not in self._children]
+        for chunk in self._chunks(missing):
+            found: dict[str, list[str]] = {i: [] for i in chunk}
+            stmt = sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.owner_id.in_(chunk))
+            for mapping in self._fetch(stmt):
+                record = self._remember(mapping)
+                found[cast(str, record.owner_id)].append(record.id)
+            for owner, kids in found.items():
+                self._children[owner] = tuple(sorted(kids))
+        return {
+            i: [c for c in self._children[i] if include_terminated or not self._is_terminated(c)] for i in ids
+        }
+
+    # -- inter-service relations -----------------------------------------------------------
+    def references_from(self, instance_id: str) -> list[Relation]:
+        """Relations whose source is ``instance_id`` (what it points to)."""
+        return self.references_from_many([instance_id])[instance_id]
+
+    def references_to(self, instance_id: str) -> list[Relation]:
+        """Relations whose target is ``instance_id`` (what points to it)."""
+        return self.references_to_many([instance_id])[instance_id]
+
+    def references_from_many(self, instance_ids: Iterable[str]) -> dict[str, list[Relation]]:
+        return self._references(instance_ids, self._refs_from, _REFS.c.source_id, lambda r: r.source_id)
+
+    def references_to_many(self, instance_ids: Iterable[str]) -> dict[str, list[Relation]]:
+        return self._references(instance_ids, self._refs_to, _REFS.c.target_id, lambda r: r.target_id)
+
+    # -- internals -------------------------------------------------------------------------------
+    def _references(
+        self,
+        instance_ids: Iterable[str],
+        cache: dict[str, tuple[Relation, ...]],
+        column: sa.Column[Any],
+        key: Callable[[Relation], str],
+    ) -> dict[str, list[Relation]]:
+        ids = list(dict.fromkeys(instance_ids))
+        missing = [i for i in ids if i not in cache]
+        for chunk in self._chunks(missing):
+            found: dict[str, list[Relation]] = {i: [] for i in chunk}
+            stmt = sa.select(_REFS.c.source_id, _REFS.c.attribute, _REFS.c.target_id).where(
+                _REFS.c.env_id == self.env_id, column.in_(chunk)
+            )
+            for m in self._fetch(stmt):
+                relation = Relation(m["source_id"], m["attribute"], m["target_id"])
+                found[key(relation)].append(relation)
+            for i, relations in found.items():
+                cache[i] = tuple(sorted(relations))
+        return {i: list(cache[i]) for i in ids}
+
+    def _is_terminated(self, instance_id: str) -> bool:
+        record = self._rows.get(instance_id)
+        return record is None or record.deleted
+
+    def _env(self) -> tuple[sa.ColumnElement[bool], ...]:
+        return (_INSTANCES.c.env_id == self.env_id,)
+
+    def _remember(self, mapping: sa.RowMapping) -> InstanceRecord:
+        record = self._rows.get(mapping["id"])
+        if record is None:  # first fetch wins: one snapshot of each row per view
+            record = InstanceRecord(**{name: mapping[name] for name in _RECORD_FIELDS})
+            self._rows[record.id] = record
+        return record
+
+    def _chunks(self, ids: Sequence[str]) -> Iterator[list[str]]:
+        for start in range(0, len(ids), self._chunk):
+            yield list(ids[start : start + self._chunk])
+
+    def _fetch(self, stmt: sa.Select[Any]) -> list[sa.RowMapping]:
+        self._queries += 1
+        if isinstance(self._source, Database):
+            with self._source.read() as session:
+                return list(session.connection().execute(stmt).mappings())
+        return list(self._source.connection().execute(stmt).mappings())
+
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "AttributeSetChooser",
+    "AttributeSetName",
+    "InstanceRecord",
+    "InventoryView",
+    "Relation",
+    "default_attribute_set",
+]
