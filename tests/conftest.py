@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lsm.inventory.database import Database
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.engine import Engine
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
+TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 
 
@@ -43,3 +47,28 @@ def db(backend: str, tmp_path: Path) -> Iterator[Database]:
         if not database.is_sqlite:
             database.drop_schema()
         database.dispose()
+
+
+@pytest.fixture
+def engine_factory(db: Database) -> Iterator[Callable[..., Engine]]:
+    """Build started engines over the test database (same backend as ``db``)."""
+    engines: list[Engine] = []
+
+    def make(model: str | None = "tests.models.things", **settings: Any) -> Engine:
+        config = ServerConfig(
+            database_url=db.url, model=model, settings=settings, lifecycle_dirs=[TEST_LIFECYCLES]
+        )
+        engine = Engine(config, db=db)
+        engine.start()
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.ready = False
+
+
+@pytest.fixture
+def engine(engine_factory: Callable[..., Engine]) -> Engine:
+    """A started engine with the ``tests.models.things`` model in the default environment."""
+    return engine_factory()

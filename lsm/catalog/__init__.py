@@ -5,7 +5,12 @@ from lsm.catalog.catalog import Catalog
 from lsm.catalog.entity import AttributeInfo, ServiceEntity
 from lsm.catalog.modifiers import Modifier, r, rw, rw_plus
 from lsm.catalog.references import Ref, Reference
-from lsm.catalog.validation import validate_attributes, validate_create, validate_server_write, validate_update
+from lsm.catalog.validation import (
+    validate_attributes,
+    validate_create,
+    validate_server_write,
+    validate_update,
+)
 
 __all__ = [
     "AttributeInfo",

@@ -25,7 +25,9 @@ class Catalog:
         self._by_name: dict[str, Binding] = {}
         for binding in bindings:
             if binding.name in self._by_name and self._by_name[binding.name] is not binding:
-                raise ConfigurationError(f"two bindings use the API name {binding.name!r}", entity=binding.name)
+                raise ConfigurationError(
+                    f"two bindings use the API name {binding.name!r}", entity=binding.name
+                )
             self._by_name[binding.name] = binding
         self._by_entity: dict[type[ServiceEntity], Binding] = {}
         self._by_class_name: dict[str, Binding] = {}
@@ -118,15 +120,17 @@ class Catalog:
             if info.reference is not None:
                 self.binding_for(info.reference.target)  # raises when the target is unknown
         if binding.identity is not None:
-            info = attributes.get(binding.identity)
-            if info is None:
+            ident = attributes.get(binding.identity)
+            if ident is None:
                 raise ConfigurationError(
-                    f"identity {binding.identity!r} is not an attribute of {binding.name}", entity=binding.name
+                    f"identity {binding.identity!r} is not an attribute of {binding.name}",
+                    entity=binding.name,
                 )
             base = binding.entity.model_fields[binding.identity].annotation
-            if info.modifier is not Modifier.RW or not info.required or base not in (str, int):
+            if ident.modifier is not Modifier.RW or not ident.required or base not in (str, int):
                 raise ConfigurationError(
-                    f"identity {binding.name}.{binding.identity} must be a required 'rw' str or int attribute",
+                    f"identity {binding.name}.{binding.identity} must be a required 'rw' str or int "
+                    "attribute",
                     entity=binding.name,
                     attribute=binding.identity,
                 )
@@ -142,7 +146,8 @@ class Catalog:
             rel = attributes.get(binding.relation_to_owner)
             if rel is None or rel.reference is None or rel.many:
                 raise ConfigurationError(
-                    f"{binding.name}.{binding.relation_to_owner} must be a single reference to {binding.owner.name}",
+                    f"{binding.name}.{binding.relation_to_owner} must be a single reference to "
+                    f"{binding.owner.name}",
                     entity=binding.name,
                     attribute=binding.relation_to_owner,
                 )

@@ -46,7 +46,9 @@ class AttributeInfo:
             "required": self.required,
             "default": self.default,
             "description": self.description,
-            "relation": None if self.reference is None else {"target": self.reference.target_name, "many": self.many},
+            "relation": None
+            if self.reference is None
+            else {"target": self.reference.target_name, "many": self.many},
         }
 
 

@@ -76,7 +76,9 @@ def validate_update(entity: type[ServiceEntity], current: dict[str, Any], patch:
     return validate_attributes(entity, {**current, **patch})
 
 
-def validate_server_write(entity: type[ServiceEntity], current: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+def validate_server_write(
+    entity: type[ServiceEntity], current: dict[str, Any], values: dict[str, Any]
+) -> dict[str, Any]:
     """Values a compile allocates: only ``r`` attributes may be written by the server."""
     infos = entity.attributes()
     errors = [
@@ -95,9 +97,9 @@ def _same(entity: type[ServiceEntity], name: str, new: Any, old: Any) -> bool:
         return True
     try:
         field = entity.model_fields[name]
-        from pydantic import TypeAdapter  # noqa: PLC0415
+        from pydantic import TypeAdapter
 
-        adapter: TypeAdapter[Any] = TypeAdapter(field.annotation)
+        adapter: TypeAdapter[Any] = TypeAdapter(field.annotation if field.annotation is not None else Any)
         return bool(adapter.dump_python(adapter.validate_python(new), mode="json") == old)
     except (ValidationError, KeyError, TypeError):
         return False

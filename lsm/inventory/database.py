@@ -56,18 +56,25 @@ class Database:
         self._schema_lock = threading.Lock()
         if self.is_sqlite:
             if parsed.database in (None, "", ":memory:"):
-                raise ValueError("lsm-engine needs a SQLite *file* (WAL); in-memory databases are not supported")
-            connect_args = {"check_same_thread": False, "timeout": 60, "isolation_level": None}
-            self.write_engine = create_engine(self.url, echo=echo, connect_args=connect_args)
-            self.read_engine = create_engine(self.url, echo=echo, connect_args=connect_args)
+                raise ValueError(
+                    "lsm-engine needs a SQLite *file* (WAL); in-memory databases are not supported"
+                )
+            sqlite_args = {"check_same_thread": False, "timeout": 60, "isolation_level": None}
+            self.write_engine = create_engine(self.url, echo=echo, connect_args=sqlite_args)
+            self.read_engine = create_engine(self.url, echo=echo, connect_args=sqlite_args)
             _configure_sqlite(self.write_engine, begin="BEGIN IMMEDIATE")
             _configure_sqlite(self.read_engine, begin="BEGIN")
         else:
-            connect_args = {}
+            connect_args: dict[str, Any] = {}
             if schema:
                 connect_args["options"] = f"-csearch_path={schema}"
             self.write_engine = create_engine(
-                self.url, echo=echo, connect_args=connect_args, pool_size=10, max_overflow=20, pool_pre_ping=True
+                self.url,
+                echo=echo,
+                connect_args=connect_args,
+                pool_size=10,
+                max_overflow=20,
+                pool_pre_ping=True,
             )
             self.read_engine = self.write_engine
 
@@ -92,7 +99,7 @@ class Database:
     def create_schema(self) -> None:
         """Create every registered table (idempotent), then record the schema version."""
         # Importing the table modules registers them on the metadata.
-        from lsm.inventory import schema  # noqa: PLC0415
+        from lsm.inventory import schema
 
         with self._schema_lock:
             if self.schema and not self.is_sqlite:

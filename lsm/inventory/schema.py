@@ -35,7 +35,9 @@ def record_schema_version(session: Session) -> int:
     while row.version < SCHEMA_VERSION:
         migrate = MIGRATIONS.get(row.version)
         if migrate is None:
-            raise ConfigurationError(f"no migration from schema version {row.version}", schema_version=row.version)
+            raise ConfigurationError(
+                f"no migration from schema version {row.version}", schema_version=row.version
+            )
         migrate(session)
         row.version += 1
         row.updated_at = utcnow()

@@ -20,9 +20,13 @@ class EnvironmentSettings(BaseModel):
 
     partial_compiles: bool = Field(True, description="Lifecycle-triggered exporting compiles are partial.")
     batched_partial_compiles: bool = Field(True, description="Pending partial compiles merge into one.")
-    recompile_backoff: float = Field(0.0, ge=0, description="Seconds to wait for more requests before a compile.")
+    recompile_backoff: float = Field(
+        0.0, ge=0, description="Seconds to wait for more requests before a compile."
+    )
     selector: str = Field("owner_tree", description="Entry-point name of the selector for partial compiles.")
-    auto_full_compile: str = Field("", description="Cron expression (UTC) for periodic full compiles; empty = off.")
+    auto_full_compile: str = Field(
+        "", description="Cron expression (UTC) for periodic full compiles; empty = off."
+    )
     desired_state_retention: int = Field(100, ge=1, description="Desired-state versions kept.")
     deploy_repair_interval: float = Field(600.0, ge=0, description="Seconds between repair deploys.")
 
@@ -30,7 +34,7 @@ class EnvironmentSettings(BaseModel):
     @classmethod
     def _cron(cls, value: str) -> str:
         if value.strip():
-            from croniter import croniter  # noqa: PLC0415
+            from croniter import croniter
 
             if not croniter.is_valid(value):
                 raise ValueError(f"not a valid cron expression: {value!r}")

@@ -95,7 +95,9 @@ def _import(spec: str) -> ModuleType:
     except ImportError as exc:
         raise ConfigurationError(f"model {spec!r} can not be imported: {exc}", model=spec) from exc
     except Exception as exc:
-        raise ConfigurationError(f"model {spec!r} failed while loading: {type(exc).__name__}: {exc}", model=spec) from exc
+        raise ConfigurationError(
+            f"model {spec!r} failed while loading: {type(exc).__name__}: {exc}", model=spec
+        ) from exc
 
 
 def _import_file(file: Path, origin: Path, *, package: bool = False) -> ModuleType:

@@ -11,10 +11,21 @@ Entity-scoped instance methods take ``ref``: an instance id or ``<identity_attr>
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from lsm.errors import InvalidInput, UnknownCompile
+from lsm.inventory import repository as repo
+from lsm.inventory.database import Database
+from lsm.inventory.settings import describe_settings, parse_settings, validate_setting
+from lsm.inventory.tables import CompileRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
+from lsm.lifecycle import LifecycleRegistry
+from lsm.orchestration import Create, Delete, EnvironmentContext, Orchestrator, SetState, Update
 from lsm.runtime.config import ServerConfig
+from lsm.runtime.environments import Environments
+
+FINISHED = ("success", "failed")
 
 
 class Engine:
@@ -23,38 +34,77 @@ class Engine:
     ``Engine(config)`` then ``start()``; ``ready`` is true once started (``GET /health``).
     """
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, *, db: Database | None = None) -> None:
         self.config = config
         self.ready = False
+        self.db = db if db is not None else Database(config.database_url)
+        self.lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
+        self.environments = Environments(self.db, self.lifecycles, config.environment)
+        self.orchestrator = Orchestrator(self.db)
+
+    # -- lifecycle of the engine itself -----------------------------------------------------------
+    def start(self) -> None:
+        """Create the schema, the default environment, and start the embedded workers."""
+        self.db.create_schema()
+        self.environments.ensure(self.config.environment, self.config.model, self.config.settings)
+        self.ready = True
+
+    def stop(self) -> None:
+        self.ready = False
+        self.db.dispose()
+
+    def context(self, env: str | None) -> EnvironmentContext:
+        return self.environments.context(env)
 
     # -- environments and settings ---------------------------------------------------------
     def list_environments(self) -> list[EnvironmentOut]:
-        raise NotImplementedError
+        with self.db.read() as session:
+            rows = repo.list_environments(session)
+        return [EnvironmentOut.from_row(r, parse_settings(r.settings).model_dump()) for r in rows]
 
     def create_environment(self, name: str, model: str | None = None) -> EnvironmentOut:
-        raise NotImplementedError
+        if not name.strip():
+            raise InvalidInput("an environment needs a name", field="name")
+        self.environments.ensure(name, model)
+        return self.get_environment(name)
 
     def get_environment(self, env: str | None) -> EnvironmentOut:
-        raise NotImplementedError
+        with self.db.read() as session:
+            row = repo.get_environment(session, env or self.config.environment)
+        return EnvironmentOut.from_row(row, parse_settings(row.settings).model_dump())
 
     def get_settings(self, env: str | None) -> dict[str, Any]:
-        raise NotImplementedError
+        current = self.get_environment(env).settings
+        return {key: {**meta, "value": current[key]} for key, meta in describe_settings().items()}
 
     def set_setting(self, env: str | None, key: str, value: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        typed = validate_setting(key, value)
+        with self.db.write() as session:
+            row = repo.get_environment(session, env or self.config.environment)
+            row.settings = {**row.settings, key: typed}
+            session.add(row)
+            env_id = row.id
+        self.environments.invalidate(env_id)
+        return self.get_settings(env_id)
 
     # -- catalog and lifecycles ---------------------------------------------------------------
     def catalog(self, env: str | None) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        return [self.catalog_entity(ctx.env_id, name) for name in ctx.catalog.names()]
 
     def catalog_entity(self, env: str | None, entity: str) -> dict[str, Any]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        out = ctx.catalog.describe(entity)
+        out["lifecycle"] = self.lifecycle(ctx.binding(entity).lifecycle)
+        with self.db.read() as session:
+            out["instance_summary"] = repo.count_by_state(session, ctx.env_id, entity)
+        return out
 
     def entity_schema(self, env: str | None, entity: str) -> dict[str, Any]:
-        raise NotImplementedError
+        return self.context(env).catalog.json_schema(entity)
 
     def lifecycle(self, name: str) -> dict[str, Any]:
-        raise NotImplementedError
+        return self.lifecycles.get(name).model_dump(mode="json")
 
     # -- inventory -----------------------------------------------------------------------------
     def create_instance(
@@ -66,7 +116,9 @@ class Engine:
         instance_id: str | None = None,
         initial_state: str | None = None,
     ) -> InstanceOut:
-        raise NotImplementedError
+        ctx = self.context(env)
+        command = Create(entity, attributes, instance_id=instance_id, initial_state=initial_state)
+        return InstanceOut.from_row(self.orchestrator.execute(ctx, command))
 
     def list_instances(
         self,
@@ -79,32 +131,88 @@ class Engine:
         offset: int = 0,
         sort: str = "created_at",
     ) -> list[InstanceOut]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        binding = ctx.binding(entity)
+        if limit < 1 or limit > 10_000 or offset < 0:
+            raise InvalidInput("limit must be 1..10000 and offset >= 0", limit=limit, offset=offset)
+        with self.db.read() as session:
+            rows = repo.list_instances(
+                session,
+                ctx.env_id,
+                binding.name,
+                states=states,
+                include_deleted=include_deleted,
+                limit=limit,
+                offset=offset,
+                sort=sort,
+            )
+        return [InstanceOut.from_row(r) for r in rows]
 
     def get_instance(self, env: str | None, entity: str, ref: str) -> InstanceOut:
-        raise NotImplementedError
+        ctx = self.context(env)
+        binding = ctx.binding(entity)
+        with self.db.read() as session:
+            row = repo.find_instance(session, ctx.env_id, binding.name, ref, identity_attr=binding.identity)
+        return InstanceOut.from_row(row)
 
     def update_instance(
         self, env: str | None, entity: str, ref: str, *, current_version: int, attributes: dict[str, Any]
     ) -> InstanceOut:
-        raise NotImplementedError
+        command = Update(entity, ref, current_version, attributes)
+        return InstanceOut.from_row(self.orchestrator.execute(self.context(env), command))
 
     def set_state(
-        self, env: str | None, entity: str, ref: str, *, current_version: int, target_state: str, message: str = ""
+        self,
+        env: str | None,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        target_state: str,
+        message: str = "",
     ) -> InstanceOut:
-        raise NotImplementedError
+        command = SetState(entity, ref, current_version, target_state, message)
+        return InstanceOut.from_row(self.orchestrator.execute(self.context(env), command))
 
     def delete_instance(self, env: str | None, entity: str, ref: str, *, current_version: int) -> InstanceOut:
-        raise NotImplementedError
+        command = Delete(entity, ref, current_version)
+        return InstanceOut.from_row(self.orchestrator.execute(self.context(env), command))
 
     def instance_log(self, env: str | None, entity: str, ref: str) -> list[EventOut]:
-        raise NotImplementedError
+        instance = self.get_instance(env, entity, ref)
+        with self.db.read() as session:
+            return [EventOut.from_row(e) for e in repo.list_events(session, instance.id)]
 
     def instance_resources(self, env: str | None, entity: str, ref: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        instance = self.get_instance(env, entity, ref)
+        return self._resources_of(self.context(env), instance)
+
+    def _resources_of(self, ctx: EnvironmentContext, instance: InstanceOut) -> list[dict[str, Any]]:
+        return []
 
     def diagnose(self, env: str | None, entity: str, ref: str) -> dict[str, Any]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        instance = self.get_instance(env, entity, ref)
+        with self.db.read() as session:
+            validation = repo.last_validation_compile(session, ctx.env_id, instance.id)
+            pending = repo.pending_compile_for(session, ctx.env_id, instance.id)
+            events = repo.list_events(session, instance.id)
+        last_error = next((EventOut.from_row(e) for e in reversed(events) if e.is_error), None)
+        return {
+            "instance": instance.model_dump(mode="json"),
+            "state": instance.state,
+            "allowed": self.lifecycles.machine(ctx.binding(entity).lifecycle).allowed(instance.state),
+            "last_error": None if last_error is None else last_error.model_dump(mode="json"),
+            "validation_compile": None
+            if validation is None
+            else CompileOut.from_row(validation).model_dump(mode="json"),
+            "pending_compile": None
+            if pending is None
+            else CompileOut.from_row(pending).model_dump(mode="json"),
+            "resources": [
+                r for r in self._resources_of(ctx, instance) if r.get("status") in ("failed", "skipped")
+            ],
+        }
 
     # -- compiles and desired state ---------------------------------------------------------
     def request_compile(
@@ -118,27 +226,67 @@ class Engine:
         wait: bool = False,
         timeout: float = 300.0,
     ) -> CompileOut:
-        raise NotImplementedError
+        ctx = self.context(env)
+        if kind not in ("full", "partial"):
+            raise InvalidInput(f"compile kind must be 'full' or 'partial', not {kind!r}", field="kind")
+        for entity in service_entities or []:
+            ctx.binding(entity)
+        if kind == "partial" and not (instance_ids or service_entities):
+            raise InvalidInput(
+                "a partial compile needs instance_ids or service_entities", field="instance_ids"
+            )
+        row = CompileRow(
+            env_id=ctx.env_id,
+            kind=kind,
+            requested_ids=list(instance_ids or []),
+            service_entities=list(service_entities or []),
+            exclude=list(exclude or []),
+            reason="requested through the API",
+        )
+        with self.db.write() as session:
+            session.add(row)
+        for listener in self.orchestrator.listeners:
+            listener(ctx.env_id)
+        if wait:
+            return self.wait_for_compile(ctx.env_id, row.id, timeout=timeout)
+        return CompileOut.from_row(row)
+
+    def wait_for_compile(self, env: str | None, compile_id: str, *, timeout: float = 300.0) -> CompileOut:
+        """Poll until the compile (or the compile it was merged into) finished."""
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            out = self.get_compile(env, compile_id)
+            if out.status in FINISHED:
+                return out
+            if time.monotonic() > deadline:
+                return out
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     def list_compiles(self, env: str | None, *, limit: int = 50, offset: int = 0) -> list[CompileOut]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        with self.db.read() as session:
+            return [
+                CompileOut.from_row(r)
+                for r in repo.list_compiles(session, ctx.env_id, limit=limit, offset=offset)
+            ]
 
     def get_compile(self, env: str | None, compile_id: str) -> CompileOut:
-        raise NotImplementedError
+        ctx = self.context(env)
+        with self.db.read() as session:
+            try:
+                return CompileOut.from_row(repo.get_compile(session, ctx.env_id, compile_id))
+            except UnknownCompile:
+                raise
 
-    def list_desired_states(self, env: str | None, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    def list_desired_states(
+        self, env: str | None, *, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
         raise NotImplementedError
 
     def desired_state(self, env: str | None, version: int) -> dict[str, Any]:
         raise NotImplementedError
 
     def desired_state_resources(self, env: str | None, version: int) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    # -- lifecycle of the engine itself -----------------------------------------------------------
-    def start(self) -> None:
-        """Create the schema, the default environment, and start the embedded workers."""
-        raise NotImplementedError
-
-    def stop(self) -> None:
         raise NotImplementedError

@@ -1,0 +1,281 @@
+"""Repository functions over the inventory tables: the queries every layer above shares.
+
+Why: the SQL for "lock this instance", "find by identity", "the event log" must exist once,
+with its index in mind, so that the orchestration, the selectors, the compiler and the API
+ask the database the same way. Functions take an open ``Session``; the caller owns the
+transaction (``Database.write()`` / ``Database.read()``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, insert, or_
+from sqlmodel import Session, col, select
+
+from lsm.errors import InvalidInput, UnknownCompile, UnknownEnvironment, UnknownInstance
+from lsm.inventory.tables import CompileRow, EnvironmentRow, EventRow, InstanceRefRow, InstanceRow
+
+# -- environments --------------------------------------------------------------------------
+
+
+def find_environment(session: Session, env: str) -> EnvironmentRow | None:
+    row = session.get(EnvironmentRow, env) if _is_uuid(env) else None
+    if row is None:
+        row = session.exec(select(EnvironmentRow).where(EnvironmentRow.name == env)).first()
+    return row
+
+
+def get_environment(session: Session, env: str) -> EnvironmentRow:
+    row = find_environment(session, env)
+    if row is None:
+        raise UnknownEnvironment(f"unknown environment {env!r}", environment=env)
+    return row
+
+
+def list_environments(session: Session) -> list[EnvironmentRow]:
+    return list(session.exec(select(EnvironmentRow).order_by(EnvironmentRow.name)))
+
+
+# -- instances ---------------------------------------------------------------------------------
+
+
+def parse_ref(ref: str) -> tuple[str | None, str | None]:
+    """``<uuid>`` -> (id, None); ``attr=value`` -> (None, value) after checking the form."""
+    if "=" in ref:
+        _attr, _, value = ref.partition("=")
+        return None, value
+    if not _is_uuid(ref):
+        raise UnknownInstance(f"{ref!r} is neither an instance id nor <identity>=<value>", instance=ref)
+    return str(uuid.UUID(ref)), None
+
+
+def find_instance(
+    session: Session,
+    env_id: str,
+    entity: str,
+    ref: str,
+    *,
+    identity_attr: str | None,
+    for_update: bool = False,
+) -> InstanceRow:
+    """The instance ``ref`` (id or ``<identity>=<value>``) of ``entity``, optionally row-locked."""
+    instance_id, identity = parse_ref(ref)
+    query = select(InstanceRow).where(InstanceRow.env_id == env_id, InstanceRow.entity == entity)
+    if instance_id is not None:
+        query = query.where(InstanceRow.id == instance_id)
+    else:
+        attr = ref.partition("=")[0]
+        if identity_attr is None or attr != identity_attr:
+            raise InvalidInput(
+                f"{entity} instances can not be looked up by {attr!r}"
+                + (
+                    f"; its identity attribute is {identity_attr!r}"
+                    if identity_attr
+                    else "; it has no identity"
+                ),
+                entity=entity,
+                attribute=attr,
+            )
+        query = query.where(InstanceRow.identity == identity, col(InstanceRow.deleted).is_(False))
+    if for_update:
+        query = query.with_for_update()
+    row = session.exec(query).first()
+    if row is None:
+        raise UnknownInstance(f"no {entity} instance {ref!r}", entity=entity, instance=ref)
+    return row
+
+
+def lock_instance_by_id(session: Session, env_id: str, instance_id: str) -> InstanceRow:
+    query = (
+        select(InstanceRow)
+        .where(InstanceRow.env_id == env_id, InstanceRow.id == instance_id)
+        .with_for_update()
+    )
+    row = session.exec(query).first()
+    if row is None:
+        raise UnknownInstance(f"no instance {instance_id!r}", instance=instance_id)
+    return row
+
+
+def identity_taken(session: Session, env_id: str, entity: str, identity: str) -> InstanceRow | None:
+    query = select(InstanceRow).where(
+        InstanceRow.env_id == env_id,
+        InstanceRow.entity == entity,
+        InstanceRow.identity == identity,
+        col(InstanceRow.deleted).is_(False),
+    )
+    return session.exec(query).first()
+
+
+def get_instances(session: Session, env_id: str, ids: Iterable[str]) -> dict[str, InstanceRow]:
+    """Instances by id (any entity, deleted included), in chunked ``IN`` queries."""
+    out: dict[str, InstanceRow] = {}
+    for chunk in chunked(list(dict.fromkeys(ids)), 500):
+        query = select(InstanceRow).where(InstanceRow.env_id == env_id, col(InstanceRow.id).in_(chunk))
+        for row in session.exec(query):
+            out[row.id] = row
+    return out
+
+
+SORTABLE = {"created_at", "last_updated", "state", "version", "id", "identity"}
+
+
+def list_instances(
+    session: Session,
+    env_id: str,
+    entity: str,
+    *,
+    states: Sequence[str] | None = None,
+    include_deleted: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+    sort: str = "created_at",
+) -> list[InstanceRow]:
+    field, descending = parse_sort(sort)
+    query = select(InstanceRow).where(InstanceRow.env_id == env_id, InstanceRow.entity == entity)
+    if states:
+        query = query.where(col(InstanceRow.state).in_(list(states)))
+    if not include_deleted:
+        query = query.where(col(InstanceRow.deleted).is_(False))
+    column = getattr(InstanceRow, field)
+    query = query.order_by(column.desc() if descending else column.asc(), col(InstanceRow.id).asc())
+    return list(session.exec(query.limit(limit).offset(offset)))
+
+
+def parse_sort(sort: str) -> tuple[str, bool]:
+    """``created_at``, ``-created_at``, ``created_at.desc`` / ``.asc``."""
+    descending = sort.startswith("-") or sort.endswith(".desc")
+    field = sort.lstrip("-").removesuffix(".desc").removesuffix(".asc")
+    if field not in SORTABLE:
+        raise InvalidInput(f"can not sort by {field!r}; use one of {', '.join(sorted(SORTABLE))}", sort=sort)
+    return field, descending
+
+
+def count_by_state(session: Session, env_id: str, entity: str) -> dict[str, int]:
+    query = (
+        select(InstanceRow.state, func.count())
+        .where(
+            InstanceRow.env_id == env_id, InstanceRow.entity == entity, col(InstanceRow.deleted).is_(False)
+        )
+        .group_by(InstanceRow.state)
+    )
+    return {state: int(n) for state, n in session.exec(query).all()}
+
+
+def replace_references(session: Session, env_id: str, instance_id: str, refs: set[tuple[str, str]]) -> None:
+    """Make the relation index of one instance equal ``{(attribute, target_id)}``."""
+    current = {
+        (r.attribute, r.target_id)
+        for r in session.exec(
+            select(InstanceRefRow).where(
+                InstanceRefRow.env_id == env_id, InstanceRefRow.source_id == instance_id
+            )
+        )
+    }
+    if current == refs:
+        return
+    stale = current - refs
+    if stale:
+        session.execute(
+            delete(InstanceRefRow).where(
+                col(InstanceRefRow.env_id) == env_id,
+                col(InstanceRefRow.source_id) == instance_id,
+                or_(
+                    *[
+                        (col(InstanceRefRow.attribute) == a) & (col(InstanceRefRow.target_id) == t)
+                        for a, t in stale
+                    ]
+                ),
+            )
+        )
+    new = refs - current
+    if new:
+        session.execute(
+            insert(InstanceRefRow),
+            [
+                {"env_id": env_id, "source_id": instance_id, "attribute": a, "target_id": t}
+                for a, t in sorted(new)
+            ],
+        )
+
+
+# -- events --------------------------------------------------------------------------------------
+
+
+def add_event(session: Session, row: InstanceRow, **fields: Any) -> EventRow:
+    event = EventRow(env_id=row.env_id, instance_id=row.id, version=row.version, **fields)
+    session.add(event)
+    return event
+
+
+def list_events(session: Session, instance_id: str) -> list[EventRow]:
+    query = select(EventRow).where(EventRow.instance_id == instance_id).order_by(col(EventRow.id).asc())
+    return list(session.exec(query))
+
+
+# -- compiles ------------------------------------------------------------------------------------
+
+
+def get_compile(session: Session, env_id: str, compile_id: str) -> CompileRow:
+    row = session.get(CompileRow, compile_id) if _is_uuid(compile_id) else None
+    if row is None or row.env_id != env_id:
+        raise UnknownCompile(f"unknown compile {compile_id!r}", compile=compile_id)
+    return row
+
+
+def list_compiles(session: Session, env_id: str, *, limit: int = 50, offset: int = 0) -> list[CompileRow]:
+    query = (
+        select(CompileRow)
+        .where(CompileRow.env_id == env_id)
+        .order_by(col(CompileRow.created_at).desc(), col(CompileRow.id).desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(session.exec(query))
+
+
+def pending_compile_for(session: Session, env_id: str, instance_id: str) -> CompileRow | None:
+    """The newest queued or running compile that concerns this instance (for ``diagnose``)."""
+    query = (
+        select(CompileRow)
+        .where(CompileRow.env_id == env_id, col(CompileRow.status).in_(["queued", "running"]))
+        .order_by(col(CompileRow.created_at).desc())
+        .limit(200)
+    )
+    for row in session.exec(query):
+        if row.instance_id == instance_id or instance_id in row.requested_ids or row.kind == "full":
+            return row
+    return None
+
+
+def last_validation_compile(session: Session, env_id: str, instance_id: str) -> CompileRow | None:
+    query = (
+        select(CompileRow)
+        .where(
+            CompileRow.env_id == env_id,
+            CompileRow.instance_id == instance_id,
+            CompileRow.kind == "validation",
+        )
+        .order_by(col(CompileRow.created_at).desc())
+        .limit(1)
+    )
+    return session.exec(query).first()
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True

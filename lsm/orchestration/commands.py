@@ -1,0 +1,90 @@
+"""The requests that can change an instance's state, one dataclass per kind of transfer.
+
+Why: the orchestrator has exactly one entry point; what differs between an operator's update,
+a validation outcome and a deploy result is data, not a separate code path that could forget
+the version check or the event line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Create:
+    entity: str
+    attributes: dict[str, Any]
+    instance_id: str | None = None
+    initial_state: str | None = None
+
+
+@dataclass(frozen=True)
+class Update:
+    entity: str
+    ref: str
+    current_version: int
+    attributes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Delete:
+    entity: str
+    ref: str
+    current_version: int
+
+
+@dataclass(frozen=True)
+class SetState:
+    entity: str
+    ref: str
+    current_version: int
+    target_state: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Auto:
+    """Fire the auto transfer of the state the instance is in, if it is still at ``expected_version``."""
+
+    instance_id: str
+    expected_version: int
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """The result of a validation compile for one instance, requested at ``expected_version``."""
+
+    instance_id: str
+    expected_version: int
+    compile_id: str
+    success: bool
+    message: str = ""
+    trigger: Literal["auto", "api_set_state"] = "auto"
+    target: str | None = None
+    allocations: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceOutcome:
+    """All resources of the instance reached a final state for ``desired_state_version``."""
+
+    instance_id: str
+    desired_state_version: int
+    success: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ForceState:
+    """Expert mode: move an instance to any state of its lifecycle, optionally with an operation."""
+
+    entity: str
+    ref: str
+    current_version: int
+    target_state: str
+    operation: str | None = None
+    message: str = ""
+
+
+Command = Create | Update | Delete | SetState | Auto | ValidationOutcome | ResourceOutcome | ForceState

@@ -1,0 +1,72 @@
+"""Inter-service relations of an instance: checked when written, indexed for selectors.
+
+Why here: a relation is only valid if the target exists, is live and is of the right entity;
+that is a question for the inventory at write time, so it belongs with the function that
+writes attributes. The relation index (``InstanceRefRow``) is kept equal to the union of the
+relations in the three attribute sets, so that a selector can follow a relation backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlmodel import Session
+
+from lsm.catalog import Binding
+from lsm.errors import InvalidAttributes
+from lsm.inventory import repository as repo
+from lsm.inventory.tables import InstanceRow
+from lsm.orchestration.context import EnvironmentContext
+
+
+def _ids(value: Any) -> Iterable[str]:
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple | set):
+        return [str(v) for v in value if v is not None]
+    return (str(value),)
+
+
+def references_of(binding: Binding, row: InstanceRow) -> set[tuple[str, str]]:
+    """``{(attribute, target_id)}`` over the candidate, active and rollback sets."""
+    refs: set[tuple[str, str]] = set()
+    relations = binding.entity.relations()
+    for attributes in (row.candidate_attributes, row.active_attributes, row.rollback_attributes):
+        if not attributes:
+            continue
+        for name in relations:
+            refs.update((name, target) for target in _ids(attributes.get(name)))
+    return refs
+
+
+def check_references(
+    session: Session,
+    ctx: EnvironmentContext,
+    binding: Binding,
+    attributes: dict[str, Any],
+    *,
+    changed: set[str] | None = None,
+) -> None:
+    """Every relation value must name a live instance of the target entity (422 otherwise)."""
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for name, (_info, target) in ctx.catalog.relations(binding.name).items():
+        if changed is not None and name not in changed:
+            continue
+        for target_id in _ids(attributes.get(name)):
+            wanted.setdefault(target_id, []).append((name, target.name))
+    if not wanted:
+        return
+    found = repo.get_instances(session, ctx.env_id, wanted)
+    errors = []
+    for target_id, uses in wanted.items():
+        row = found.get(target_id)
+        for name, target_entity in uses:
+            if row is None or row.deleted:
+                errors.append({"path": name, "reason": f"no live {target_entity} instance {target_id}"})
+            elif row.entity != target_entity:
+                errors.append(
+                    {"path": name, "reason": f"instance {target_id} is a {row.entity}, not a {target_entity}"}
+                )
+    if errors:
+        raise InvalidAttributes(errors)

@@ -1,0 +1,427 @@
+"""The ONE place that changes an instance's state.
+
+Every transfer (create, on_update, on_delete, api_set_state, auto, validation outcome, resource
+based, expert force) goes through ``Orchestrator.execute``, which in one database transaction:
+
+1. locks the instance row (``SELECT ... FOR UPDATE``; SQLite's write transaction is
+   ``BEGIN IMMEDIATE``) and checks ``current_version`` (409 on mismatch);
+2. checks attributes against their modifiers (422 naming the attribute) and identity
+   uniqueness (409 naming the clash);
+3. asks the lifecycle machine for the step, applies the attribute-set operation, bumps the
+   version (and the desired-state version when the step changes the desired state);
+4. writes the event-log line, and records the follow-up compile request (validation, or an
+   exporting compile) in the same transaction.
+
+After the commit, auto transfers of the new state fire in order, each in its own transaction,
+and listeners (the compile worker) are told that requests are waiting. Nothing else in the
+code base writes ``InstanceRow.state``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from lsm.catalog import Binding, validate_create, validate_server_write, validate_update
+from lsm.errors import (
+    Conflict,
+    IdentityConflict,
+    InvalidAttributes,
+    InvalidInput,
+    TransferNotAllowed,
+    VersionConflict,
+)
+from lsm.inventory import repository as repo
+from lsm.inventory.database import Database
+from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
+from lsm.lifecycle import AttributeSets, Step, apply_operation
+from lsm.orchestration.commands import (
+    Auto,
+    Command,
+    Create,
+    Delete,
+    ForceState,
+    ResourceOutcome,
+    SetState,
+    Update,
+    ValidationOutcome,
+)
+from lsm.orchestration.context import EnvironmentContext
+from lsm.orchestration.references import check_references, references_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What one ``execute`` did: the instance after it, and whether compiles were requested."""
+
+    instance: InstanceRow
+    executed: bool = False
+    compiles: list[str] = field(default_factory=list)
+
+
+class Orchestrator:
+    """Runs commands against one database; ``listeners`` hear of newly queued compiles."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.listeners: list[Callable[[str], None]] = []
+
+    # -- the entry point ---------------------------------------------------------------------
+    def execute(self, ctx: EnvironmentContext, command: Command) -> InstanceRow:
+        """Apply ``command`` in one transaction, then fire the auto transfers that follow."""
+        outcome = self._execute_once(ctx, command)
+        row = outcome.instance
+        queued = list(outcome.compiles)
+        while outcome.executed:
+            follow = self._auto_command(ctx, row)
+            if follow is None:
+                break
+            outcome = self._execute_once(ctx, follow)
+            if outcome.executed:
+                row = outcome.instance
+            queued.extend(outcome.compiles)
+        if queued:
+            for listener in self.listeners:
+                try:
+                    listener(ctx.env_id)
+                except Exception:  # a listener must never undo a committed transfer
+                    log.exception("compile listener failed")
+        return row
+
+    def _execute_once(self, ctx: EnvironmentContext, command: Command) -> Outcome:
+        try:
+            with self.db.write() as session:
+                return _Transaction(session, ctx).run(command)
+        except IntegrityError as exc:
+            # The partial unique index is the last line of defence for identity uniqueness
+            # between two concurrent creates on PostgreSQL.
+            if "identity" in str(exc.orig).lower():
+                raise IdentityConflict(
+                    "identity value already used by another instance (concurrent create)"
+                ) from None
+            raise
+
+    def _auto_command(self, ctx: EnvironmentContext, row: InstanceRow) -> Auto | None:
+        binding = ctx.binding(row.entity)
+        transfer = ctx.machine(binding).auto_transfer(row.state)
+        if transfer is None or transfer.validate or not auto_enabled(binding, row, transfer.config_name):
+            return None
+        return Auto(instance_id=row.id, expected_version=row.version)
+
+
+def auto_enabled(binding: Binding, row: InstanceRow, config_name: str | None) -> bool:
+    """A ``config_name`` switch: per instance, else per entity, else enabled."""
+    if config_name is None:
+        return True
+    if config_name in (row.config or {}):
+        return bool(row.config[config_name])
+    return bool(binding.config.get(config_name, True))
+
+
+class _Transaction:
+    """One command inside one open write transaction."""
+
+    def __init__(self, session: Session, ctx: EnvironmentContext) -> None:
+        self.session = session
+        self.ctx = ctx
+        self.compiles: list[str] = []
+
+    def run(self, command: Command) -> Outcome:
+        match command:
+            case Create():
+                return self.create(command)
+            case Update():
+                return self.update(command)
+            case Delete():
+                row = self.lock(command.entity, command.ref, command.current_version)
+                step = self.machine(row).step(row.state, "on_delete")
+                return self.transition(row, step, "on_delete")
+            case SetState():
+                return self.set_state(command)
+            case Auto():
+                return self.auto(command)
+            case ValidationOutcome():
+                return self.validation_outcome(command)
+            case ResourceOutcome():
+                return self.resource_outcome(command)
+            case ForceState():
+                return self.force_state(command)
+        raise TypeError(f"unknown command {command!r}")
+
+    # -- commands ------------------------------------------------------------------------------
+    def create(self, command: Create) -> Outcome:
+        binding = self.ctx.binding(command.entity)
+        attributes = validate_create(binding.entity, command.attributes)
+        state = self.ctx.machine(binding).initial_state(command.initial_state)
+        instance_id = self.new_instance_id(command.instance_id)
+        identity = None
+        if binding.identity is not None:
+            identity = str(attributes[binding.identity])
+            clash = repo.identity_taken(self.session, self.ctx.env_id, binding.name, identity)
+            if clash is not None:
+                raise IdentityConflict(
+                    f"{binding.name} with {binding.identity}={identity!r} already exists: {clash.id}",
+                    entity=binding.name,
+                    attribute=binding.identity,
+                    value=identity,
+                    instance=clash.id,
+                )
+        check_references(self.session, self.ctx, binding, attributes)
+        owner_id = str(attributes[binding.relation_to_owner]) if binding.relation_to_owner else None
+        row = InstanceRow(
+            id=instance_id,
+            env_id=self.ctx.env_id,
+            entity=binding.name,
+            state=state,
+            version=1,
+            candidate_attributes=attributes,
+            identity=identity,
+            owner_id=owner_id,
+        )
+        self.session.add(row)
+        self.session.flush()
+        lifecycle = self.ctx.lifecycle(binding)
+        if lifecycle.state(state).export_resources:
+            row.desired_state_version = 1
+            self.request_export(row, f"created in exporting state {state}")
+        repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
+        repo.add_event(self.session, row, source=None, target=state, trigger="create", message="created")
+        self.after_entering(row)
+        return Outcome(row, executed=True, compiles=self.compiles)
+
+    def update(self, command: Update) -> Outcome:
+        row = self.lock(command.entity, command.ref, command.current_version)
+        binding = self.ctx.binding(row.entity)
+        step = self.machine(row).step(row.state, "on_update")
+        base = row.candidate_attributes if row.candidate_attributes is not None else row.active_attributes
+        candidate = validate_update(binding.entity, dict(base or {}), command.attributes)
+        check_references(self.session, self.ctx, binding, candidate, changed=set(command.attributes))
+        sets = AttributeSets(
+            candidate=candidate, active=row.active_attributes, rollback=row.rollback_attributes
+        )
+        return self.transition(row, step, "on_update", sets=sets, message="attributes updated")
+
+    def set_state(self, command: SetState) -> Outcome:
+        row = self.lock(command.entity, command.ref, command.current_version)
+        step = self.machine(row).step(row.state, "api_set_state", target=command.target_state)
+        if step.transfer.validate:
+            self.request_validation(row, trigger="api_set_state", target=command.target_state)
+            return Outcome(row, executed=False, compiles=self.compiles)
+        return self.transition(row, step, "api_set_state", message=command.message)
+
+    def auto(self, command: Auto) -> Outcome:
+        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        if row.version != command.expected_version:
+            return Outcome(row)  # something else moved it on first: that change wins
+        binding = self.ctx.binding(row.entity)
+        transfer = self.machine(row).auto_transfer(row.state)
+        if transfer is None or transfer.validate or not auto_enabled(binding, row, transfer.config_name):
+            return Outcome(row)
+        step = self.machine(row).step(row.state, "auto")
+        return self.transition(row, step, "auto")
+
+    def validation_outcome(self, command: ValidationOutcome) -> Outcome:
+        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        if row.version != command.expected_version:
+            return Outcome(row)  # validated attributes are stale; a newer request follows
+        binding = self.ctx.binding(row.entity)
+        step = self.machine(row).step(
+            row.state, command.trigger, target=command.target, success=command.success
+        )
+        sets = None
+        if command.success and command.allocations:
+            current = row.candidate_attributes if row.candidate_attributes is not None else {}
+            candidate = validate_server_write(binding.entity, dict(current), command.allocations)
+            sets = AttributeSets(
+                candidate=candidate, active=row.active_attributes, rollback=row.rollback_attributes
+            )
+        message = command.message or ("validation succeeded" if command.success else "validation failed")
+        return self.transition(
+            row, step, "validate", sets=sets, message=message, compile_id=command.compile_id
+        )
+
+    def resource_outcome(self, command: ResourceOutcome) -> Outcome:
+        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        if row.desired_state_version != command.desired_state_version or row.deleted:
+            return Outcome(row)  # a deploy of an older desired state says nothing of this one
+        step = self.machine(row).step(row.state, "resource_based", success=command.success)
+        message = command.message or ("resources deployed" if command.success else "resource deploy failed")
+        return self.transition(row, step, "resource_based", message=message)
+
+    def force_state(self, command: ForceState) -> Outcome:
+        row = self.lock(command.entity, command.ref, command.current_version)
+        lifecycle = self.ctx.lifecycle(self.ctx.binding(row.entity))
+        if not lifecycle.has_state(command.target_state):
+            raise InvalidInput(
+                f"{command.target_state!r} is not a state of lifecycle {lifecycle.name!r}",
+                target_state=command.target_state,
+            )
+        sets = AttributeSets(row.candidate_attributes, row.active_attributes, row.rollback_attributes)
+        if command.operation:
+            sets = apply_operation(command.operation, sets)  # type: ignore[arg-type]
+        src, dst = lifecycle.state(row.state), lifecycle.state(command.target_state)
+        changes = src.export_resources or dst.export_resources
+        self.apply(row, row.state, command.target_state, sets, changes, "force", command.message, None, False)
+        return Outcome(row, executed=True, compiles=self.compiles)
+
+    # -- shared steps ------------------------------------------------------------------------------
+    def lock(self, entity: str, ref: str, current_version: int) -> InstanceRow:
+        binding = self.ctx.binding(entity)
+        row = repo.find_instance(
+            self.session, self.ctx.env_id, binding.name, ref, identity_attr=binding.identity, for_update=True
+        )
+        if row.version != current_version:
+            raise VersionConflict(
+                f"{binding.name} {row.id} is at version {row.version}, not {current_version}",
+                instance=row.id,
+                current_version=row.version,
+                given_version=current_version,
+            )
+        if row.deleted:
+            raise TransferNotAllowed(
+                f"{binding.name} {row.id} is deleted (state {row.state})",
+                instance=row.id,
+                state=row.state,
+                allowed=[],
+            )
+        return row
+
+    def machine(self, row: InstanceRow) -> Any:
+        return self.ctx.machine(self.ctx.binding(row.entity))
+
+    def transition(
+        self,
+        row: InstanceRow,
+        step: Step,
+        trigger: str,
+        *,
+        sets: AttributeSets | None = None,
+        message: str = "",
+        compile_id: str | None = None,
+    ) -> Outcome:
+        """Apply a lifecycle step: operation, version bump, event, follow-up compile requests."""
+        current = AttributeSets(row.candidate_attributes, row.active_attributes, row.rollback_attributes)
+        new_sets = sets if sets is not None else current
+        if step.is_noop and new_sets == current:
+            if step.is_error:  # a failure with nowhere to go is still worth a line in the log
+                repo.add_event(
+                    self.session,
+                    row,
+                    source=row.state,
+                    target=row.state,
+                    trigger=trigger,
+                    message=message,
+                    compile_id=compile_id,
+                    is_error=True,
+                )
+            return Outcome(row, executed=False, compiles=self.compiles)
+        if step.operation is not None:
+            new_sets = apply_operation(step.operation, new_sets)
+        self.apply(
+            row,
+            step.source,
+            step.destination,
+            new_sets,
+            step.changes_desired_state,
+            trigger,
+            message,
+            compile_id,
+            step.is_error,
+        )
+        return Outcome(row, executed=True, compiles=self.compiles)
+
+    def apply(
+        self,
+        row: InstanceRow,
+        source: str,
+        destination: str,
+        sets: AttributeSets,
+        changes_desired_state: bool,
+        trigger: str,
+        message: str,
+        compile_id: str | None,
+        is_error: bool,
+    ) -> None:
+        binding = self.ctx.binding(row.entity)
+        lifecycle = self.ctx.lifecycle(binding)
+        refs_changed = (sets.candidate, sets.active, sets.rollback) != (
+            row.candidate_attributes,
+            row.active_attributes,
+            row.rollback_attributes,
+        )
+        row.state = destination
+        row.candidate_attributes, row.active_attributes, row.rollback_attributes = (
+            sets.candidate,
+            sets.active,
+            sets.rollback,
+        )
+        row.version += 1
+        row.last_updated = utcnow()
+        if lifecycle.state(destination).deleted:
+            row.deleted = True
+        if changes_desired_state:
+            row.desired_state_version += 1
+            self.request_export(row, f"{binding.name} {row.id}: {source} -> {destination}")
+        self.session.add(row)
+        if refs_changed:
+            repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
+        repo.add_event(
+            self.session,
+            row,
+            source=source,
+            target=destination,
+            trigger=trigger,
+            message=message,
+            compile_id=compile_id,
+            is_error=is_error,
+        )
+        self.after_entering(row)
+
+    def after_entering(self, row: InstanceRow) -> None:
+        """A state whose auto transfer validates asks for its validation compile right away."""
+        binding = self.ctx.binding(row.entity)
+        transfer = self.ctx.machine(binding).auto_transfer(row.state)
+        if transfer is not None and transfer.validate and auto_enabled(binding, row, transfer.config_name):
+            self.request_validation(row, trigger="auto", target=None)
+
+    def request_validation(self, row: InstanceRow, *, trigger: str, target: str | None) -> None:
+        compile_row = CompileRow(
+            env_id=self.ctx.env_id,
+            kind="validation",
+            instance_id=row.id,
+            requested_ids=[row.id],
+            reason=f"validate {row.entity} {row.id} in {row.state}",
+            report={"instance_version": row.version, "trigger": trigger, "target": target},
+        )
+        self.session.add(compile_row)
+        self.compiles.append(compile_row.id)
+
+    def request_export(self, row: InstanceRow, reason: str) -> None:
+        kind = "partial" if self.ctx.settings.partial_compiles else "full"
+        compile_row = CompileRow(
+            env_id=self.ctx.env_id,
+            kind=kind,
+            requested_ids=[row.id] if kind == "partial" else [],
+            reason=reason,
+        )
+        self.session.add(compile_row)
+        self.compiles.append(compile_row.id)
+
+    def new_instance_id(self, requested: str | None) -> str:
+        if requested is None:
+            return str(uuid.uuid4())
+        try:
+            instance_id = str(uuid.UUID(requested))
+        except (ValueError, AttributeError, TypeError):
+            raise InvalidAttributes([{"path": "service_instance_id", "reason": "must be a UUID"}]) from None
+        if self.session.get(InstanceRow, instance_id) is not None:
+            raise Conflict(f"instance id {instance_id} is already used", instance=instance_id)
+        return instance_id

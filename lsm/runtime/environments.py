@@ -1,0 +1,107 @@
+"""Environments: rows, their loaded models, and the per-environment context cache.
+
+Why: resolving ``X-LSM-Environment`` (name or id) and loading that environment's model happen
+on every request; the context (catalog, lifecycle machines, settings) is built once and
+rebuilt only when the environment's settings change.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from lsm.errors import ConfigurationError
+from lsm.inventory import repository as repo
+from lsm.inventory.database import Database
+from lsm.inventory.settings import parse_settings
+from lsm.inventory.tables import EntityRow, EnvironmentRow, utcnow
+from lsm.lifecycle import LifecycleRegistry
+from lsm.model.loader import Model, load_model
+from lsm.orchestration import EnvironmentContext
+
+EMPTY_MODEL = Model(bindings=[], source="")
+
+
+class Environments:
+    """Resolves environments and caches their ``EnvironmentContext``."""
+
+    def __init__(self, db: Database, lifecycles: LifecycleRegistry, default: str) -> None:
+        self.db = db
+        self.lifecycles = lifecycles
+        self.default = default
+        self._contexts: dict[str, EnvironmentContext] = {}
+        self._lock = threading.Lock()
+
+    def ensure(
+        self, name: str, model: str | None, settings: dict[str, object] | None = None
+    ) -> EnvironmentRow:
+        """Create the environment if missing (idempotent); a given model replaces the stored one."""
+        with self.db.write() as session:
+            row = repo.find_environment(session, name)
+            if row is None:
+                row = EnvironmentRow(name=name, model=model, settings=dict(settings or {}))
+                session.add(row)
+            elif model is not None and row.model != model:
+                row.model = model
+                session.add(row)
+            session.flush()
+        self.invalidate(row.id)
+        self.context(row.id)  # load the model now: a broken model fails at start, not later
+        return row
+
+    def context(self, env: str | None) -> EnvironmentContext:
+        key = env or self.default
+        cached = self._contexts.get(key)
+        if cached is not None:
+            return cached
+        with self.db.read() as session:
+            row = repo.get_environment(session, key)
+        with self._lock:
+            ctx = self._contexts.get(row.id)
+            if ctx is None:
+                model = load_model(row.model) if row.model else EMPTY_MODEL
+                for binding in model.bindings:
+                    if binding.lifecycle not in self.lifecycles:
+                        raise ConfigurationError(
+                            f"entity {binding.name!r} uses unknown lifecycle {binding.lifecycle!r}; "
+                            f"known: {', '.join(self.lifecycles.names())}",
+                            entity=binding.name,
+                            lifecycle=binding.lifecycle,
+                        )
+                model.catalog  # noqa: B018  (build and check the catalog now)
+                ctx = EnvironmentContext(
+                    env_id=row.id,
+                    name=row.name,
+                    model=model,
+                    lifecycles=self.lifecycles,
+                    settings=parse_settings(row.settings),
+                )
+                self._register_entities(ctx)
+                self._contexts[row.id] = ctx
+            self._contexts[row.name] = ctx
+            if env is None:
+                self._contexts[self.default] = ctx
+            return ctx
+
+    def invalidate(self, env_id: str) -> None:
+        with self._lock:
+            for key in [k for k, c in self._contexts.items() if c.env_id == env_id]:
+                del self._contexts[key]
+
+    def _register_entities(self, ctx: EnvironmentContext) -> None:
+        """Persist the catalog (name, lifecycle, schema) so that it is visible in the database."""
+        with self.db.write() as session:
+            for binding in ctx.catalog:
+                row = session.get(EntityRow, (ctx.env_id, binding.name))
+                schema = ctx.catalog.json_schema(binding.name)
+                if row is None:
+                    session.add(
+                        EntityRow(
+                            env_id=ctx.env_id,
+                            name=binding.name,
+                            lifecycle=binding.lifecycle,
+                            json_schema=schema,
+                        )
+                    )
+                elif row.lifecycle != binding.lifecycle or row.json_schema != schema:
+                    row.lifecycle, row.json_schema, row.updated_at = binding.lifecycle, schema, utcnow()
+                    session.add(row)

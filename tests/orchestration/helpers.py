@@ -1,0 +1,80 @@
+"""A driver that walks instances through lifecycles with injected compile and deploy outcomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsm.inventory.views import InstanceOut
+from lsm.orchestration import ResourceOutcome, ValidationOutcome
+from lsm.runtime.engine import Engine
+
+
+class Driver:
+    """Operator requests go through the engine facade; outcomes through the orchestrator."""
+
+    def __init__(self, engine: Engine, entity: str = "thing") -> None:
+        self.engine = engine
+        self.entity = entity
+        self.ctx = engine.context(None)
+        self.created = 0
+
+    def get(self, instance: InstanceOut) -> InstanceOut:
+        return self.engine.get_instance(None, self.entity, instance.id)
+
+    def create(self, **attributes: Any) -> InstanceOut:
+        self.created += 1
+        attributes.setdefault("name", f"t{self.created}")
+        return self.engine.create_instance(None, self.entity, attributes)
+
+    def validate(self, instance: InstanceOut, ok: bool, **allocations: Any) -> InstanceOut:
+        command = ValidationOutcome(
+            instance_id=instance.id,
+            expected_version=instance.version,
+            compile_id="00000000-0000-0000-0000-000000000000",
+            success=ok,
+            allocations=allocations,
+        )
+        self.engine.orchestrator.execute(self.ctx, command)
+        return self.get(instance)
+
+    def deploy(self, instance: InstanceOut, ok: bool) -> InstanceOut:
+        command = ResourceOutcome(instance.id, instance.desired_state_version, ok)
+        self.engine.orchestrator.execute(self.ctx, command)
+        return self.get(instance)
+
+    def update(self, instance: InstanceOut, **attributes: Any) -> InstanceOut:
+        return self.engine.update_instance(
+            None, self.entity, instance.id, current_version=instance.version, attributes=attributes
+        )
+
+    def delete(self, instance: InstanceOut) -> InstanceOut:
+        return self.engine.delete_instance(None, self.entity, instance.id, current_version=instance.version)
+
+    def set_state(self, instance: InstanceOut, target: str) -> InstanceOut:
+        return self.engine.set_state(
+            None, self.entity, instance.id, current_version=instance.version, target_state=target
+        )
+
+    # -- paths to every stable state of `simple` ---------------------------------------------
+    def reach(self, state: str) -> InstanceOut:
+        paths: dict[str, tuple[str, Any]] = {
+            "rejected": ("start", lambda i: self.validate(i, False)),
+            "creating": ("start", lambda i: self.validate(i, True)),
+            "up": ("creating", lambda i: self.deploy(i, True)),
+            "failed": ("creating", lambda i: self.deploy(i, False)),
+            "update_start": ("up", lambda i: self.update(i, size=2)),
+            "update_start_failed": ("update_start", lambda i: self.deploy(i, False)),
+            "update_inprogress": ("update_start", lambda i: self.validate(i, True)),
+            "update_rejected": ("update_start", lambda i: self.validate(i, False)),
+            "update_rejected_failed": ("update_rejected", lambda i: self.deploy(i, False)),
+            "update_failed": ("update_inprogress", lambda i: self.deploy(i, False)),
+            "rollback": ("update_failed", lambda i: self.set_state(i, "rollback")),
+            "deleting": ("up", lambda i: self.delete(i)),
+            "terminated": ("deleting", lambda i: self.deploy(i, True)),
+        }
+        if state == "start":
+            return self.create()
+        before, action = paths[state]
+        instance = action(self.reach(before))
+        assert instance.state == state, f"expected {state}, got {instance.state}"
+        return instance

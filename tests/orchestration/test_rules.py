@@ -1,0 +1,112 @@
+"""The checks of the orchestration function: versions, modifiers, identity, relations, states."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from lsm.errors import (
+    IdentityConflict,
+    InvalidAttributes,
+    TransferNotAllowed,
+    UnknownInstance,
+    VersionConflict,
+)
+from lsm.runtime.engine import Engine
+from tests.orchestration.helpers import Driver
+
+
+def test_stale_current_version_is_a_409_and_changes_nothing(engine: Engine) -> None:
+    driver = Driver(engine)
+    up = driver.reach("up")
+    with pytest.raises(VersionConflict) as err:
+        engine.update_instance(None, "thing", up.id, current_version=up.version - 1, attributes={"size": 3})
+    assert err.value.details["current_version"] == up.version
+    with pytest.raises(VersionConflict):
+        engine.set_state(None, "thing", up.id, current_version=up.version + 1, target_state="rollback")
+    with pytest.raises(VersionConflict):
+        engine.delete_instance(None, "thing", up.id, current_version=1)
+    assert driver.get(up) == up
+    assert len(engine.instance_log(None, "thing", up.id)) == 4
+
+
+@pytest.mark.parametrize(
+    ("attributes", "path", "reason"),
+    [
+        ({"name": "a", "colour": "red"}, "colour", "unknown attribute"),
+        ({"name": "a", "size": "big"}, "size", "valid integer"),
+        ({"size": 3}, "name", "Field required"),
+        ({"name": "a", "slot": 3}, "slot", "'r' attribute"),
+    ],
+)
+def test_invalid_create_names_the_attribute(engine: Engine, attributes: dict, path: str, reason: str) -> None:
+    with pytest.raises(InvalidAttributes) as err:
+        engine.create_instance(None, "thing", attributes)
+    assert any(e["path"] == path and reason in e["reason"] for e in err.value.errors), err.value.errors
+    assert engine.list_instances(None, "thing", include_deleted=True) == []
+
+
+def test_changing_an_rw_attribute_is_refused(engine: Engine) -> None:
+    driver = Driver(engine)
+    up = driver.reach("up")
+    with pytest.raises(InvalidAttributes) as err:
+        driver.update(up, name="other")
+    assert err.value.errors == [
+        {"path": "name", "reason": "'rw' attribute: set at creation, read-only afterwards"}
+    ]
+    assert driver.update(up, name=up.active_attributes["name"], size=4).state == "update_start"  # type: ignore[index]
+
+
+def test_duplicate_identity_is_a_409_naming_the_clash(engine: Engine) -> None:
+    first = engine.create_instance(None, "thing", {"name": "same"})
+    with pytest.raises(IdentityConflict) as err:
+        engine.create_instance(None, "thing", {"name": "same"})
+    assert err.value.details == {
+        "entity": "thing",
+        "attribute": "name",
+        "value": "same",
+        "instance": first.id,
+    }
+    assert "name='same'" in err.value.message
+
+
+def test_update_in_a_state_without_on_update_lists_what_is_allowed(engine: Engine) -> None:
+    driver = Driver(engine)
+    creating = driver.reach("creating")
+    with pytest.raises(TransferNotAllowed) as err:
+        driver.update(creating, size=2)
+    allowed = err.value.details["allowed"]
+    assert {"trigger": "on_delete", "target": "deleting"} in allowed
+    assert all(a["trigger"] != "on_update" for a in allowed)
+    assert driver.get(creating) == creating
+
+
+def test_lookup_by_identity_attribute(engine: Engine) -> None:
+    created = engine.create_instance(None, "thing", {"name": "findme"})
+    assert engine.get_instance(None, "thing", "name=findme").id == created.id
+    with pytest.raises(UnknownInstance):
+        engine.get_instance(None, "thing", "name=nothere")
+    with pytest.raises(UnknownInstance):
+        engine.get_instance(None, "thing", str(uuid.uuid4()))
+
+
+def test_relations_must_name_live_instances_of_the_right_entity(engine: Engine) -> None:
+    thing = engine.create_instance(None, "thing", {"name": "owner"})
+    missing = str(uuid.uuid4())
+    with pytest.raises(InvalidAttributes) as err:
+        engine.create_instance(None, "part", {"thing": missing, "label": "p"})
+    assert err.value.errors == [{"path": "thing", "reason": f"no live thing instance {missing}"}]
+    part = engine.create_instance(None, "part", {"thing": thing.id, "label": "p1"})
+    assert part.owner == thing.id
+    with pytest.raises(InvalidAttributes) as err:
+        engine.create_instance(None, "part", {"thing": part.id, "label": "p2"})
+    assert err.value.errors == [{"path": "thing", "reason": f"instance {part.id} is a part, not a thing"}]
+
+
+def test_given_instance_id_is_used_and_must_be_unique(engine: Engine) -> None:
+    wanted = str(uuid.uuid4())
+    created = engine.create_instance(None, "thing", {"name": "x"}, instance_id=wanted)
+    assert created.id == wanted
+    with pytest.raises(Exception, match="already used"):
+        engine.create_instance(None, "thing", {"name": "y"}, instance_id=wanted)
