@@ -26,7 +26,7 @@ has no such problem: ``async_client`` talks to the app in-process over ``httpx.A
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,15 +42,28 @@ from lsm.runtime.engine import Engine
 __all__ = ["BackgroundServer", "async_client", "engine_for", "running_engine", "serve", "served_url"]
 
 
-def engine_for(model: str | Path | None, database_url: str, **settings: Any) -> Engine:
+def engine_for(
+    model: str | Path | None,
+    database_url: str,
+    *,
+    lifecycle_dirs: Sequence[str | Path] = (),
+    embedded_worker: bool = True,
+    **settings: Any,
+) -> Engine:
     """A started engine on ``database_url`` whose default environment runs ``model``.
 
-    ``settings`` are the default environment's settings (``partial_compiles=False`` ...). No
-    ``lsm.toml`` or ``LSM_*`` variable is read: a test must not depend on where it runs. The
-    caller stops the engine (``running_engine`` does it for you).
+    ``settings`` are the default environment's settings (``partial_compiles=False`` ...);
+    ``lifecycle_dirs`` adds lifecycle files to the bundled ones; ``embedded_worker=False`` leaves
+    compile requests queued, for tests that must see instances stand still. No ``lsm.toml`` or
+    ``LSM_*`` variable is read: a test must not depend on where it runs. The caller stops the
+    engine (``running_engine`` does it for you).
     """
     config = ServerConfig(
-        database_url=database_url, model=str(model) if model is not None else None, settings=settings
+        database_url=database_url,
+        model=str(model) if model is not None else None,
+        lifecycle_dirs=[str(d) for d in lifecycle_dirs],
+        embedded_worker=embedded_worker,
+        settings=settings,
     )
     engine = Engine(config)
     engine.start()
@@ -58,9 +71,9 @@ def engine_for(model: str | Path | None, database_url: str, **settings: Any) -> 
 
 
 @contextmanager
-def running_engine(model: str | Path | None, database_url: str, **settings: Any) -> Iterator[Engine]:
-    """``engine_for`` as a context manager that stops the engine at the end."""
-    engine = engine_for(model, database_url, **settings)
+def running_engine(model: str | Path | None, database_url: str, **options: Any) -> Iterator[Engine]:
+    """``engine_for`` (same arguments) as a context manager that stops the engine at the end."""
+    engine = engine_for(model, database_url, **options)
     try:
         yield engine
     finally:

@@ -1,0 +1,3 @@
+from tests.api.fixtures import engine, http, url
+
+__all__ = ["engine", "http", "url"]

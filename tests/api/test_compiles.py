@@ -1,0 +1,54 @@
+"""Compile requests and reports over HTTP (API.md "Compiles"), with the worker stopped so that
+requests stay queued where the test can see them."""
+
+from __future__ import annotations
+
+import httpx
+
+
+def test_a_requested_compile_is_queued_and_listed(http: httpx.Client) -> None:
+    response = http.post("/api/v1/compiles", json={"kind": "full"})
+
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert (report["kind"], report["status"]) == ("full", "queued")
+    assert report["id"] in [c["id"] for c in http.get("/api/v1/compiles").json()]
+    assert http.get(f"/api/v1/compiles/{report['id']}").json()["id"] == report["id"]
+
+
+def test_a_partial_compile_records_ids_entities_and_exclusions(http: httpx.Client) -> None:
+    router = http.post(
+        "/lsm/v1/service_inventory/router", json={"attributes": {"mgmt_ip": "10.1.0.1", "name": "r"}}
+    ).json()
+
+    report = http.post(
+        "/api/v1/compiles",
+        json={
+            "kind": "partial",
+            "instance_ids": [router["id"]],
+            "service_entities": ["port"],
+            "exclude": ["x"],
+        },
+    ).json()
+
+    assert report["kind"] == "partial"
+    assert report["requested_ids"] == [router["id"]]
+    assert report["service_entities"] == ["port"]
+    assert report["exclude"] == ["x"]
+
+
+def test_invalid_compile_requests_are_refused(http: httpx.Client) -> None:
+    bad_kind = http.post("/api/v1/compiles", json={"kind": "validation"})
+    empty_partial = http.post("/api/v1/compiles", json={"kind": "partial"})
+    unknown_entity = http.post("/api/v1/compiles", json={"kind": "partial", "service_entities": ["switch"]})
+
+    assert (bad_kind.status_code, bad_kind.json()["errors"][0]["path"]) == (422, "kind")
+    assert empty_partial.status_code == 422
+    assert unknown_entity.status_code == 404
+
+
+def test_an_unknown_compile_is_a_404(http: httpx.Client) -> None:
+    response = http.get("/api/v1/compiles/00000000-0000-0000-0000-000000000000")
+
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
