@@ -36,11 +36,8 @@ def ownership_roots(view: InventoryView, instance_ids: Iterable[str]) -> dict[st
             {r.owner_id for r in records.values() if r.owner_id is not None and r.owner_id not in seen}
         )
     present = view.get_many(ids, include_terminated=True)
-    roots: dict[str, str] = {}
-    for start in ids:
-        if start in present:
-            roots[start] = _root_of(view, start, roots)
-    return roots
+    known: dict[str, str] = {}  # every id on a walked chain -> its root
+    return {start: _root_of(view, start, known) for start in ids if start in present}
 
 
 def _root_of(view: InventoryView, start: str, known: dict[str, str]) -> str:

@@ -104,13 +104,17 @@ class Inventory:
             }
         )
         for attribute, target in relations.items():
-            self._refs.append({"env_id": self.env_id, "source_id": iid, "attribute": attribute, "target_id": target})
+            self._refs.append(
+                {"env_id": self.env_id, "source_id": iid, "attribute": attribute, "target_id": target}
+            )
         return iid
 
     def flush(self) -> None:
         with self.db.write() as session:
             if self._instances:
-                session.execute(sa.insert(InstanceRow), [InstanceRow(**row).model_dump() for row in self._instances])
+                session.execute(
+                    sa.insert(InstanceRow), [InstanceRow(**row).model_dump() for row in self._instances]
+                )
             if self._refs:
                 session.execute(sa.insert(InstanceRefRow), self._refs)
         self._instances, self._refs = [], []

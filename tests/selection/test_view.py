@@ -117,7 +117,10 @@ def test_references_both_ways(db: Database) -> None:
         Relation(tunnel, "b", r2["ports"][1]),
     ]
     to_port = view.references_to(r1["ports"][0])
-    assert set(to_port) == {Relation(r1["subs"][0], "port", r1["ports"][0]), Relation(tunnel, "a", r1["ports"][0])}
+    assert set(to_port) == {
+        Relation(r1["subs"][0], "port", r1["ports"][0]),
+        Relation(tunnel, "a", r1["ports"][0]),
+    }
     assert to_port == sorted(to_port)
     assert view.references_to(tunnel) == []
     many = view.references_to_many([r2["ports"][1], r2["router"]])
