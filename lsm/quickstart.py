@@ -181,13 +181,12 @@ class Quickstart:
 
     def table(self, tracked: list[Tracked]) -> Table:
         table = Table(title="service inventory", title_justify="left")
-        for column in ("instance", "entity", "id", "state", "version", "desired state version"):
-            table.add_column(column)
+        for column in ("instance", "id", "state", "version", "desired-state version"):
+            table.add_column(column, no_wrap=True)
         for item in tracked:
             table.add_row(
                 item.name,
-                item.entity,
-                item.id,
+                item.id[:8] + "…",  # the full ids are printed when ordered; the table fits 80 columns
                 self.state(item.state),
                 str(item.version),
                 str(item.desired_state_version),

@@ -1,0 +1,3 @@
+from tests.api.fixtures import engine, url
+
+__all__ = ["engine", "url"]

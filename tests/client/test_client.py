@@ -1,0 +1,100 @@
+"""The sync client over a real server and the async client in-process, against the real engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lsm.client import AsyncClient, Client
+from lsm.errors import IdentityConflict, InvalidAttributes, NotFound, TransferNotAllowed, VersionConflict
+from lsm.runtime.engine import Engine
+from lsm.testing import async_client
+from tests.api.fixtures import MODEL
+
+
+@pytest.fixture
+def client(url: str) -> Iterator[Client]:
+    with Client(url) as c:
+        yield c
+
+
+def test_an_instance_is_ordered_changed_and_deleted(client: Client) -> None:
+    note = client.create_instance("note", {"title": "c1"})
+    updated = client.update_instance("note", "title=c1", current_version=1, attributes={"text": "v2"})
+    published = client.set_state(
+        "note", note["id"], current_version=2, target_state="published", message="ok"
+    )
+    deleted = client.delete_instance("note", note["id"], current_version=3)
+
+    assert (note["version"], updated["version"], published["state"], deleted["deleted"]) == (
+        1,
+        2,
+        "published",
+        True,
+    )
+    assert [e["target"] for e in client.instance_log("note", note["id"])] == [
+        "draft",
+        "draft",
+        "published",
+        "archived",
+    ]
+    assert client.list_instances("note") == []
+    assert [i["id"] for i in client.list_instances("note", include_deleted=True)] == [note["id"]]
+
+
+def test_server_errors_are_raised_as_the_same_classes_with_their_details(client: Client) -> None:
+    note = client.create_instance("note", {"title": "c2"})
+
+    with pytest.raises(VersionConflict):
+        client.update_instance("note", note["id"], current_version=9, attributes={"text": "x"})
+    with pytest.raises(InvalidAttributes) as invalid:
+        client.update_instance("note", note["id"], current_version=1, attributes={"title": "other"})
+    with pytest.raises(IdentityConflict):
+        client.create_instance("note", {"title": "c2"})
+    with pytest.raises(NotFound):
+        client.get_instance("note", "title=none")
+    published = client.set_state("note", note["id"], current_version=1, target_state="published")
+    with pytest.raises(TransferNotAllowed) as not_allowed:
+        client.update_instance(
+            "note", note["id"], current_version=published["version"], attributes={"text": "x"}
+        )
+
+    assert [e["path"] for e in invalid.value.errors] == ["title"]
+    assert not_allowed.value.details["allowed"]
+    assert client.get_instance("note", note["id"])["version"] == published["version"]
+
+
+def test_catalog_lifecycles_compiles_and_settings(client: Client) -> None:
+    assert {e["name"] for e in client.catalog()} == {"router", "port", "note"}
+    assert client.entity("router")["identity"] == "mgmt_ip"
+    assert client.schema("router")["x-lsm-entity"] == "router"
+    assert client.lifecycle("simple")["initial_state"] == "start"
+    report = client.request_compile(kind="full")
+    assert client.get_compile(report["id"])["status"] == "queued"
+    assert report["id"] in [c["id"] for c in client.list_compiles()]
+    assert client.set_setting("partial_compiles", False)["partial_compiles"]["value"] is False
+    assert client.settings()["partial_compiles"]["value"] is False
+    assert client.health() == {"status": "ok"}
+
+
+def test_a_client_works_in_the_environment_it_was_given(client: Client, url: str) -> None:
+    client.create_environment("lab", str(MODEL))
+
+    with Client(url, environment="lab") as lab:
+        lab.create_instance("note", {"title": "only in lab"})
+        assert lab.get_environment()["name"] == "lab"
+        assert [n["candidate_attributes"]["title"] for n in lab.list_instances("note")] == ["only in lab"]
+    assert client.list_instances("note") == []
+    assert {e["name"] for e in client.environments()} == {"default", "lab"}
+
+
+@pytest.mark.anyio
+async def test_the_async_client_talks_to_the_app_in_process(engine: Engine) -> None:
+    async with async_client(engine) as c:
+        assert isinstance(c, AsyncClient)
+        note = await c.create_instance("note", {"title": "a1"})
+        with pytest.raises(VersionConflict):
+            await c.update_instance("note", note["id"], current_version=5, attributes={"text": "x"})
+        assert (await c.get_instance("note", "title=a1"))["version"] == 1
+        assert [e["target"] for e in await c.instance_log("note", note["id"])] == ["draft"]

@@ -1,0 +1,271 @@
+"""The ``lsm`` command: typer's CliRunner driving the real commands against a real server
+(uvicorn on 127.0.0.1 in a thread, see ``lsm.testing``), plus ``lsm server`` and
+``lsm quickstart`` as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner, Result
+
+from lsm.cli import app
+from tests.api.fixtures import LIFECYCLES, MODEL, engine, url
+
+__all__ = ["engine", "url"]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def lsm(url: str) -> Iterator[Any]:
+    """``lsm(*args)``: run a command against the served engine; ``--url`` is added for you."""
+    runner = CliRunner()
+
+    def run(*args: str, server: bool = True) -> Result:
+        extra = ["--url", url] if server else []
+        return runner.invoke(app, [*args, *extra], env={"COLUMNS": "200"})
+
+    yield run
+
+
+def as_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_catalog_list_and_show(lsm: Any) -> None:
+    listed = lsm("catalog", "list")
+    shown = lsm("catalog", "show", "router")
+    schema = as_json(lsm("catalog", "show", "router", "--schema", "--json"))
+
+    assert listed.exit_code == 0, listed.output
+    assert all(name in listed.stdout for name in ("router", "port", "note", "simple_with_delete_validate"))
+    assert shown.exit_code == 0 and "mgmt_ip" in shown.stdout and "rw+" in shown.stdout
+    assert schema["x-lsm-entity"] == "router"
+
+
+def test_an_instance_through_its_whole_life(lsm: Any) -> None:
+    created = as_json(
+        lsm("instance", "create", "note", "--attr", "title=cli", "--attr", "priority=2", "--json")
+    )
+    assert (created["version"], created["candidate_attributes"]["priority"]) == (1, 2)
+
+    updated = as_json(
+        lsm(
+            "instance",
+            "update",
+            "note",
+            "title=cli",
+            "--current-version",
+            "1",
+            "--attributes",
+            '{"text": "hi"}',
+            "--json",
+        )
+    )
+    published = lsm(
+        "instance", "set-state", "note", "title=cli", "published", "--current-version", "2", "-m", "go"
+    )
+    shown = as_json(lsm("instance", "show", "note", created["id"], "--json"))
+    deleted = as_json(lsm("instance", "delete", "note", "title=cli", "--current-version", "3", "--json"))
+    log = as_json(lsm("instance", "log", "note", created["id"], "--json"))
+
+    assert updated["candidate_attributes"]["text"] == "hi"
+    assert published.exit_code == 0 and "published" in published.stdout
+    assert shown["state"] == "published"
+    assert deleted["deleted"] is True
+    assert [(e["target"], e["message"]) for e in log][2] == ("published", "go")
+    assert as_json(lsm("instance", "list", "note", "--json")) == []
+    assert len(as_json(lsm("instance", "list", "note", "--include-deleted", "--json"))) == 1
+
+
+def test_instance_tables_are_printed(lsm: Any) -> None:
+    lsm("instance", "create", "note", "--attr", "title=tab")
+
+    listed = lsm("instance", "list", "note", "--state", "draft")
+    shown = lsm("instance", "show", "note", "title=tab")
+    log = lsm("instance", "log", "note", "title=tab")
+
+    assert listed.exit_code == 0 and "draft" in listed.stdout and '"title": "tab"' in listed.stdout
+    assert shown.exit_code == 0 and "candidate" in shown.stdout and "tab" in shown.stdout
+    assert log.exit_code == 0 and "draft" in log.stdout
+
+
+def test_an_engine_error_is_printed_in_red_with_details_and_exit_1(lsm: Any) -> None:
+    lsm("instance", "create", "note", "--attr", "title=e1")
+
+    stale = lsm("instance", "update", "note", "title=e1", "--current-version", "7", "--attr", "text=x")
+    rw = lsm("instance", "update", "note", "title=e1", "--current-version", "1", "--attr", "title=e2")
+    missing = lsm("instance", "show", "note", "title=nothing")
+
+    for result in (stale, rw, missing):
+        assert result.exit_code == 1
+        assert result.stderr.startswith("error: ")
+        assert "Traceback" not in result.output
+    assert "version" in stale.stderr
+    assert "  - title: " in rw.stderr
+
+
+def test_bad_command_line_input_is_a_usage_error(lsm: Any) -> None:
+    bad_json = lsm("instance", "create", "note", "--attributes", "{not json")
+    bad_attr = lsm("instance", "create", "note", "--attr", "no-equals-sign")
+    no_version = lsm("instance", "delete", "note", "title=x")
+    full_and_ids = lsm("compile", "--full", "--id", "x")
+
+    for result in (bad_json, bad_attr, no_version, full_and_ids):
+        assert result.exit_code == 2, result.output
+
+
+def test_compile_requests(lsm: Any) -> None:
+    full = as_json(lsm("compile", "--json"))
+    partial = as_json(lsm("compile", "--entity", "note", "--exclude", "x", "--json"))
+    table = lsm("compile", "--full")
+
+    assert (full["kind"], full["status"]) == ("full", "queued")
+    assert (partial["kind"], partial["service_entities"], partial["exclude"]) == ("partial", ["note"], ["x"])
+    assert table.exit_code == 0 and "queued" in table.stdout
+
+
+def test_environments_and_settings(lsm: Any) -> None:
+    created = as_json(lsm("environment", "create", "lab", "--model", str(MODEL), "--json"))
+    changed = as_json(lsm("environment", "set", "recompile_backoff", "1.5", "-e", "lab", "--json"))
+    listed = lsm("environment", "list")
+    settings = lsm("environment", "settings", "-e", "lab")
+    refused = lsm("environment", "set", "colour", "red")
+
+    assert created["name"] == "lab"
+    assert changed["recompile_backoff"]["value"] == 1.5
+    assert listed.exit_code == 0 and "lab" in listed.stdout and "default" in listed.stdout
+    assert settings.exit_code == 0 and "1.5" in settings.stdout
+    assert refused.exit_code == 1 and "colour" in refused.stderr
+
+
+def test_lifecycle_show_works_offline() -> None:
+    runner = CliRunner()
+
+    dot = runner.invoke(app, ["lifecycle", "show", "simple", "--dot"])
+    table = runner.invoke(
+        app, ["lifecycle", "show", "notebook", "--lifecycle-dir", str(LIFECYCLES)], env={"COLUMNS": "200"}
+    )
+    unknown = runner.invoke(app, ["lifecycle", "show", "nope"])
+
+    assert dot.exit_code == 0 and dot.stdout.startswith('digraph "simple" {')
+    assert '"up" -> "deleting"' in dot.stdout
+    assert table.exit_code == 0 and "published" in table.stdout
+    assert unknown.exit_code == 1 and "unknown lifecycle 'nope'" in unknown.stderr
+
+
+def test_worker_and_agent_say_they_are_not_available_yet() -> None:
+    for command in ("worker", "agent"):
+        result = CliRunner().invoke(app, [command])
+        assert result.exit_code == 2
+        assert "not available yet" in result.stderr
+
+
+def test_an_unreachable_server_is_an_error_not_a_traceback() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound but not listening: connections are refused
+
+        result = CliRunner().invoke(app, ["catalog", "list", "--url", f"http://127.0.0.1:{port}"])
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: cannot reach the lsm server at http://127.0.0.1:")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LSM_")}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def test_lsm_server_serves_until_interrupted(tmp_path: Path) -> None:
+    port = _free_port()
+    # the test lifecycle comes from ./lsm.toml, the rest from the command line
+    (tmp_path / "lsm.toml").write_text(f"lifecycle_dirs = [{json.dumps(str(LIFECYCLES))}]\n")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lsm.cli",
+            "server",
+            "--model",
+            str(MODEL),
+            "--port",
+            str(port),
+            "--database",
+            f"sqlite:///{tmp_path / 'server.db'}",
+        ],
+        cwd=tmp_path,
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()[0]
+                assert time.monotonic() < deadline, "the server did not answer within 30 s"
+                time.sleep(0.1)
+        catalog = httpx.get(f"http://127.0.0.1:{port}/lsm/v1/service_catalog").json()
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=30)[0]
+
+    assert health.json() == {"status": "ok"}
+    assert {e["name"] for e in catalog} == {"router", "port", "note"}
+    assert process.returncode == 0, output
+    assert (tmp_path / "server.db").exists()
+
+
+def test_lsm_server_with_a_bad_model_says_so(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lsm.cli", "server", "--model", str(tmp_path / "missing.py"), "--port", "1"],
+        cwd=tmp_path,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lsm.cli", "quickstart"],
+        cwd=tmp_path,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "router 10.0.0.1" in result.stdout
+    assert "port eth0" in result.stdout and "port eth1" in result.stdout
+    assert "quickstart finished" in result.stdout
