@@ -141,6 +141,11 @@ def selector_name(selector: BaseSelector | type[BaseSelector]) -> str:
 def run_selector(selector: BaseSelector, requested_ids: Iterable[str]) -> SelectionResult:
     """Run either form of selector; return ``{binding name: sorted ids}`` for every binding.
 
+    The answer is what ``lsm.all`` returns: instances for which the view's ``attribute_set``
+    chooser says ``None`` (not exported, ``none`` in a validation compile) are dropped here, so
+    that selectors choose by topology only; they still count for ``roots()``, so the set of a
+    tree that no longer exports anything is deleted.
+
     Raises ``SelectorError`` (details: ``selector``, ``traceback``) when the selector raises or
     answers with an unknown binding, an unknown or terminated instance, or an instance of
     another binding. Afterwards ``selector.roots()`` is known.
@@ -157,8 +162,10 @@ def run_selector(selector: BaseSelector, requested_ids: Iterable[str]) -> Select
             raw = selector.select_all(requested)
         else:
             raise TypeError(f"{name} is neither a Selector nor a PhasedSelector")
-        result = _checked(selector, raw)
-        selector._roots = sorted(set(selector.compute_roots(requested, result)))
+        checked = _checked(selector, raw)
+        selector._roots = sorted(set(selector.compute_roots(requested, checked)))
+        view = selector.view
+        result = {b: [i for i in ids if view.attribute_set_name(i) is not None] for b, ids in checked.items()}
     except SelectorError as exc:
         exc.details.setdefault("selector", name)
         exc.details.setdefault("traceback", traceback.format_exc())

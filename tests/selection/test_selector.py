@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
+import sqlalchemy as sa
+from sqlmodel import col
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import SelectorError
 from lsm.inventory.database import Database
+from lsm.inventory.tables import InstanceRow
 from lsm.selection import (
+    AttributeSetName,
     InstanceRecord,
     InventoryView,
     OwnerTreeSelector,
@@ -174,3 +178,27 @@ def test_a_selector_only_reads(db: Database) -> None:
         run_selector(OwnerTreeSelector(inv.view(), CATALOG), [tree["ports"][0]])
     assert statements
     assert all(s.lstrip().upper().startswith(("SELECT", "BEGIN")) for s in statements)
+
+
+def test_instances_the_compile_leaves_out_are_dropped_but_their_roots_count(db: Database) -> None:
+    inv = Inventory(db)
+    quiet = inv.router_tree("quiet")  # every instance in a state that does not export
+    busy = inv.router_tree("busy")
+    inv.flush()
+    with db.write() as session:
+        session.execute(
+            sa.update(InstanceRow)
+            .where(
+                col(InstanceRow.id).in_([quiet["router"], *quiet["ports"], *quiet["subs"], quiet["loopback"]])
+            )
+            .values(state="start")
+        )
+
+    def exporting(record: InstanceRecord) -> AttributeSetName | None:
+        return None if record.state == "start" else "active"
+
+    view = InventoryView(db, inv.env_id, CATALOG, attribute_set=exporting)
+    selector = OwnerTreeSelector(view, CATALOG) | FixedSelector(view, CATALOG)
+    result = run_selector(selector, [quiet["subs"][0], busy["ports"][0]])
+    assert result == tree_selection(busy)
+    assert selector.roots() == sorted([quiet["router"], busy["router"]])  # quiet's set gets deleted
