@@ -11,6 +11,7 @@ from lsm_selectors.relation_closure import RelationClosureSelector
 
 from lsm.errors import InvalidInput, SelectorError, UnknownEntity
 from lsm.inventory.database import Database
+from lsm.inventory.tables import InstanceRow
 from lsm.selection import OwnerTreeSelector, build_selector, run_selector
 from tests.selection import CATALOG, Inventory, tree_selection
 
@@ -124,8 +125,6 @@ def test_attribute_selector_matches_the_value_in_the_compiles_set(db: Database) 
     other = inv.router_tree("c")
     inv.flush()
     with db.write() as session:  # move tree c's ports off vlan 11
-        from lsm.inventory.tables import InstanceRow
-
         for port in other["ports"]:
             row = session.get(InstanceRow, port)
             assert row is not None

@@ -6,7 +6,15 @@ import pytest
 
 from lsm.errors import UnknownEntity, UnknownInstance
 from lsm.inventory.database import Database
-from lsm.selection import InstanceRecord, InventoryView, OwnerTreeSelector, Relation, run_selector
+from lsm.inventory.tables import InstanceRow
+from lsm.selection import (
+    AttributeSetName,
+    InstanceRecord,
+    InventoryView,
+    OwnerTreeSelector,
+    Relation,
+    run_selector,
+)
 from tests.selection import CATALOG, Inventory, count_statements, tree_selection
 
 
@@ -51,16 +59,14 @@ def test_attribute_comes_from_the_set_the_compile_chooses(db: Database) -> None:
     other = inv.add("router", name="other")
     inv.flush()
     with db.write() as session:
-        from lsm.inventory.tables import InstanceRow
-
         row = session.get(InstanceRow, router)
         assert row is not None
         row.candidate_attributes = {"name": "candidate-name", "site": "ams"}
 
-    def choose(record: InstanceRecord) -> str | None:
+    def choose(record: InstanceRecord) -> AttributeSetName | None:
         return "candidate" if record.id == router else None
 
-    view = InventoryView(db, inv.env_id, CATALOG, attribute_set=choose)  # type: ignore[arg-type]
+    view = InventoryView(db, inv.env_id, CATALOG, attribute_set=choose)
     assert view.attribute_set_name(router) == "candidate"
     assert view.attribute(router, "name") == "candidate-name"
     assert view.attribute(other, "name", "fallback") == "fallback"  # no set: left out
