@@ -119,6 +119,8 @@ class UnionSelector(Selector):
         parts: list[BaseSelector] = []
         for selector in selectors:  # (a | b) | c is one flat union of three
             parts.extend(selector.selectors if isinstance(selector, UnionSelector) else [selector])
+        if any(part.view is not parts[0].view for part in parts):
+            raise ValueError("the selectors of a union must share one InventoryView (one compile)")
         super().__init__(parts[0].view, parts[0].catalog)
         self.selectors: tuple[BaseSelector, ...] = tuple(parts)
 
@@ -184,10 +186,10 @@ def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> Select
     unknown = sorted(set(raw) - set(selector.catalog.names()))
     if unknown:
         raise SelectorError(f"selector answered for unknown entities: {', '.join(unknown)}", entities=unknown)
-    result: SelectionResult = {}
+    result = {binding.name: sorted(set(raw.get(binding.name, ()))) for binding in selector.catalog}
+    records = selector.view.get_many(i for ids in result.values() for i in ids)  # one batch, mostly cached
     for binding in selector.catalog:
-        ids = sorted(set(raw.get(binding.name, ())))
-        records = selector.view.get_many(ids)
+        ids = result[binding.name]
         wrong = [i for i in ids if i not in records or records[i].entity != binding.name]
         if wrong:
             raise SelectorError(
@@ -195,7 +197,6 @@ def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> Select
                 entity=binding.name,
                 instance_ids=wrong,
             )
-        result[binding.name] = ids
     return result
 
 

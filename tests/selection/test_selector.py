@@ -128,6 +128,8 @@ def test_unions_flatten(db: Database) -> None:
     assert UnionSelector(a, b | c).selectors == (a, b, c)
     with pytest.raises(ValueError):
         UnionSelector()
+    with pytest.raises(ValueError):  # two views are two compiles
+        a | OwnerTreeSelector(Inventory(db, name="other").view(), CATALOG)
 
 
 def test_a_raising_selector_is_a_selector_error_with_its_traceback(db: Database) -> None:
