@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, HTTPException, Request
 
 from lsm.runtime.engine import Engine
 
@@ -17,8 +17,19 @@ ENVIRONMENT_HEADER = "X-LSM-Environment"
 
 
 def get_engine(request: Request) -> Engine:
-    """The engine that ``create_app`` put on the application."""
+    """The engine that ``create_app`` put on the application, ready or not (``/health``)."""
     return cast(Engine, request.app.state.engine)
+
+
+def ready_engine(engine: Annotated[Engine, Depends(get_engine)]) -> Engine:
+    """The engine, or a 503 ``unavailable`` while it is not started (or stopping).
+
+    A 503 is the one answer clients retry (``lsm.client.RetryPolicy``): a request that arrives
+    before ``start()`` or after ``stop()`` is not refused for good, it is early or late.
+    """
+    if not engine.ready:
+        raise HTTPException(503, "the engine is not ready yet")
+    return engine
 
 
 def get_environment(
@@ -34,5 +45,5 @@ def get_environment(
     return x_lsm_environment or None
 
 
-EngineDep = Annotated[Engine, Depends(get_engine)]
+EngineDep = Annotated[Engine, Depends(ready_engine)]
 EnvironmentDep = Annotated[str | None, Depends(get_environment)]

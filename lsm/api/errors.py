@@ -32,6 +32,7 @@ _HTTP_KINDS: dict[int, str] = {
     404: NotFound.kind,
     405: "method_not_allowed",
     422: InvalidInput.kind,
+    503: "unavailable",
 }
 
 

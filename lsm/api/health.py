@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from lsm.api.deps import EngineDep
+from lsm.api.deps import get_engine
 from lsm.api.errors import error_response
+from lsm.runtime.engine import Engine
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=None)
-def health(engine: EngineDep) -> dict[str, Any] | JSONResponse:
+def health(engine: Annotated[Engine, Depends(get_engine)]) -> dict[str, Any] | JSONResponse:
     if not engine.ready:
         return error_response(503, "unavailable", "the engine is not ready yet", status="starting")
     return {"status": "ok"}

@@ -78,12 +78,15 @@ def test_health_is_200_when_ready_and_503_before(engine: Engine, http: httpx.Cli
 
     engine.ready = False
     try:
-        response = http.get("/health")
+        health = http.get("/health")
+        catalog = http.get("/lsm/v1/service_catalog")
     finally:
         engine.ready = True
 
-    assert response.status_code == 503
-    assert response.json()["error"] == "unavailable"
+    for response in (health, catalog):
+        assert response.status_code == 503
+        assert response.json()["error"] == "unavailable"
+    assert http.get("/lsm/v1/service_catalog").status_code == 200
 
 
 def test_openapi_lists_the_routes(http: httpx.Client) -> None:

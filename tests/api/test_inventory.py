@@ -305,3 +305,16 @@ def test_resources_and_diagnose_answer_for_an_instance(http: httpx.Client) -> No
     assert resources.status_code == 200 and isinstance(resources.json(), list)
     assert diagnose.status_code == 200
     assert diagnose.json()["state"] == get(http, "router", router["id"])["state"]
+
+
+def test_invalid_creation_options_and_sort_keys_are_422(http: httpx.Client) -> None:
+    bad_id = http.post(f"{INVENTORY}/note", json={"attributes": {"title": "a"}, "service_instance_id": "x"})
+    bad_state = http.post(
+        f"{INVENTORY}/note", json={"attributes": {"title": "b"}, "initial_state": "published"}
+    )
+    bad_sort = http.get(f"{INVENTORY}/note", params={"sort": "colour"})
+
+    assert (bad_id.status_code, bad_id.json()["errors"][0]["path"]) == (422, "service_instance_id")
+    assert bad_state.status_code == 422 and "published" in bad_state.json()["message"]
+    assert bad_sort.status_code == 422 and "colour" in bad_sort.json()["message"]
+    assert http.get(f"{INVENTORY}/note").json() == []

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 
-from lsm.client import AsyncClient, Client
-from lsm.errors import IdentityConflict, InvalidAttributes, NotFound, TransferNotAllowed, VersionConflict
+from lsm.client import NO_RETRY, AsyncClient, Client, RetryPolicy
+from lsm.errors import (
+    IdentityConflict,
+    InvalidAttributes,
+    LsmError,
+    NotFound,
+    TransferNotAllowed,
+    VersionConflict,
+)
 from lsm.runtime.engine import Engine
 from lsm.testing import async_client
 from tests.api.fixtures import MODEL
@@ -98,3 +106,20 @@ async def test_the_async_client_talks_to_the_app_in_process(engine: Engine) -> N
             await c.update_instance("note", note["id"], current_version=5, attributes={"text": "x"})
         assert (await c.get_instance("note", "title=a1"))["version"] == 1
         assert [e["target"] for e in await c.instance_log("note", note["id"])] == ["draft"]
+
+
+def test_the_client_waits_out_an_engine_that_is_not_ready_yet(engine: Engine, url: str) -> None:
+    engine.ready = False
+    timer = threading.Timer(0.3, lambda: setattr(engine, "ready", True))
+    patient = RetryPolicy(attempts=30, initial_wait=0.02, max_wait=0.1, jitter=0)
+    with Client(url, retry=NO_RETRY) as impatient, Client(url, retry=patient) as client:
+        with pytest.raises(LsmError) as refused:
+            impatient.catalog()
+        timer.start()
+        try:
+            catalog = client.catalog()
+        finally:
+            timer.join()
+
+    assert refused.value.details == {} and "not ready" in refused.value.message
+    assert {e["name"] for e in catalog} == {"router", "port", "note"}

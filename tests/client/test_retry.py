@@ -242,9 +242,14 @@ async def test_the_async_client_follows_the_same_policy() -> None:
     def make(s: Callable[[httpx.Request], httpx.Response]) -> AsyncClient:
         return AsyncClient("http://lsm.test", transport=httpx.MockTransport(s), retry=FAST)
 
+    spent = Script(unavailable())
+
     async with make(script) as c:
         assert await c.health() == {"status": "ok"}
     async with make(conflict) as c:
         with pytest.raises(VersionConflict):
             await c.set_state("note", "x", current_version=1, target_state="published")
-    assert (script.calls, conflict.calls) == (3, 1)
+    async with make(spent) as c:
+        with pytest.raises(LsmError, match="not ready"):
+            await c.health()
+    assert (script.calls, conflict.calls, spent.calls) == (3, 1, FAST.attempts)
