@@ -1,1 +1,27 @@
-"""lsm.desired_state"""
+"""The desired state: versions of resource sets, stored copy-on-write, and the export rules.
+
+The compiler hands each compile's resources to ``DesiredStateStore.export`` as an
+``ExportRequest`` (named sets, one per ownership tree, plus the shared set); the API and the
+deploy engine read versions back. See ``store`` for the storage design and ``merge`` for the
+rules of SEMANTICS.md section 4.
+"""
+
+from lsm.desired_state.records import (
+    ExportKind,
+    ExportRequest,
+    ResourceRecord,
+    VersionContent,
+    VersionInfo,
+    resource_set_hash,
+)
+from lsm.desired_state.store import DesiredStateStore
+
+__all__ = [
+    "DesiredStateStore",
+    "ExportKind",
+    "ExportRequest",
+    "ResourceRecord",
+    "VersionContent",
+    "VersionInfo",
+    "resource_set_hash",
+]
