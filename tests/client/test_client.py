@@ -123,3 +123,20 @@ def test_the_client_waits_out_an_engine_that_is_not_ready_yet(engine: Engine, ur
 
     assert refused.value.details == {} and "not ready" in refused.value.message
     assert {e["name"] for e in catalog} == {"router", "port", "note"}
+
+
+@pytest.mark.anyio
+async def test_an_unexpected_error_in_process_is_a_500_answer_not_an_exception(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(engine, "catalog", broken)
+
+    async with async_client(engine, retry=NO_RETRY) as c:
+        with pytest.raises(LsmError) as caught:
+            await c.catalog()
+
+    assert type(caught.value) is LsmError
+    assert caught.value.kind == "internal" and "a bug" not in caught.value.message
