@@ -1,1 +1,45 @@
-"""lsm.model"""
+"""The model-author API: resources, implementations, service objects, ``lsm.all``, refinement.
+
+Pure Python, no I/O; imports only ``lsm.catalog``, ``lsm.lifecycle`` and ``lsm.errors``.
+
+* ``resource``: ``Resource`` (``class Host(Resource, type="net::Host", id_attribute="name")``),
+  ``shared(...)``, ``ResourceData``;
+* ``implementation``: ``@implementation(binding)``;
+* ``service``: ``Service``, one instance as an implementation sees it;
+* ``context``: ``all`` (``lsm.all``), the running compile;
+* ``refinement``: ``refine`` / ``validate``, the pure compile core, and ``RefineResult``;
+* ``loader``: ``Model`` and ``load_model``.
+"""
+
+from lsm.model.context import CompileContext, all_instances, current_compile
+from lsm.model.implementation import Implementation, Produced, bindings_of, implementation
+from lsm.model.loader import IMPLEMENTATION_MARK, Model, load_model, model_from_module
+from lsm.model.refinement import RefineResult, refine, validate
+from lsm.model.resource import Resource, ResourceData, Shared, shared
+from lsm.model.service import Service
+
+#: ``lsm.all(binding)``: the instance dicts of ``binding`` in the running compile
+all = all_instances  # noqa: A001
+
+__all__ = [
+    "IMPLEMENTATION_MARK",
+    "CompileContext",
+    "Implementation",
+    "Model",
+    "Produced",
+    "RefineResult",
+    "Resource",
+    "ResourceData",
+    "Service",
+    "Shared",
+    "all",
+    "all_instances",
+    "bindings_of",
+    "current_compile",
+    "implementation",
+    "load_model",
+    "model_from_module",
+    "refine",
+    "shared",
+    "validate",
+]

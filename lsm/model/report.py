@@ -1,0 +1,193 @@
+"""Model errors found by a refinement, and where in the model they come from.
+
+Why this module: a failed compile is only useful to a model author when it names the instance,
+the resource and the line of the model that made it. Exceptions carry a traceback; the
+deepest frame in the model's own files is the line to show. Resource-level problems (one id in
+two sets, a dangling ``requires``) are found after the implementations ran, when no frame is
+left, so the offending implementation is run once more under a profiler that records, for
+every resource built, the model line that built it. That costs nothing on the happy path.
+
+Every problem is collected (up to a limit) and raised as one ``ModelError`` whose ``errors``
+detail lists them, each with ``kind``, ``message``, ``instance``, ``entity``, ``resource``,
+``line`` (``path:lineno``) and, for exceptions, ``traceback``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from pydantic import BaseModel
+
+from lsm.errors import ModelError
+from lsm.model.resource import Resource, Shared
+
+#: at most this many problems are reported (and located) per compile
+MAX_PROBLEMS = 50
+
+_LSM_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+_LIBRARY_DIRS = tuple(
+    {
+        str(Path(p).resolve()) + os.sep
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    }
+)
+
+
+@dataclass
+class Problem:
+    """One model error; ``message`` is a complete sentence, the rest are its ids."""
+
+    kind: str
+    message: str
+    instance: str | None = None
+    entity: str | None = None
+    resource: str | None = None
+    line: str | None = None
+    traceback: str | None = None
+    details: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "message": self.message,
+            "instance": self.instance,
+            "entity": self.entity,
+            "resource": self.resource,
+            "line": self.line,
+        }
+        if self.traceback is not None:
+            out["traceback"] = self.traceback
+        if self.details:
+            out.update(self.details)
+        return out
+
+
+def raise_problems(problems: list[Problem]) -> None:
+    """Raise one ``ModelError`` for all problems (nothing when there are none)."""
+    if not problems:
+        return
+    first = problems[0]
+    if len(problems) == 1:
+        message = first.message
+    else:
+        shown = "; ".join(p.message for p in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        message = f"{len(problems)} model errors: {shown}{more}"
+    raise ModelError(
+        message,
+        instance=first.instance,
+        entity=first.entity,
+        resource=first.resource,
+        line=first.line,
+        errors=[p.to_dict() for p in problems],
+    )
+
+
+# -- locating lines -----------------------------------------------------------------------
+def model_dir(fn: Callable[..., Any]) -> str:
+    """The directory of the file that defines ``fn``: frames in it count as model lines."""
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    filename = code.co_filename if code is not None else (inspect.getsourcefile(fn) or "")
+    return str(Path(filename).resolve().parent) + os.sep
+
+
+def _is_model_file(filename: str, directory: str) -> bool:
+    if filename.startswith("<"):
+        return False
+    path = str(Path(filename).resolve())
+    return path.startswith(directory) and not path.startswith(_LSM_DIR) and not path.startswith(_LIBRARY_DIRS)
+
+
+def _show(filename: str, lineno: int | None) -> str:
+    try:
+        rel = os.path.relpath(filename)
+        if not rel.startswith(".."):
+            filename = rel
+    except ValueError:  # another drive on Windows
+        pass
+    return f"{filename}:{lineno}"
+
+
+def definition_line(fn: Callable[..., Any]) -> str:
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return repr(fn)
+    return _show(code.co_filename, code.co_firstlineno)
+
+
+def exception_line(exc: BaseException, fn: Callable[..., Any]) -> str:
+    """The deepest traceback line in the model's files, else the implementation's own line."""
+    directory = model_dir(fn)
+    tb: TracebackType | None = exc.__traceback__
+    found: str | None = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if _is_model_file(filename, directory):
+            found = _show(filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return found or definition_line(fn)
+
+
+def format_traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def construction_sites(fn: Callable[..., Any], service: Any) -> dict[str, str]:
+    """Run ``fn(service)`` again and return ``{resource id: model line that built it}``.
+
+    Only on the error path: a profiler sees every ``BaseModel.__init__`` return, and the first
+    frame up the stack that lies in the model's files is the line to show.
+    """
+    directory = model_dir(fn)
+    init_code = BaseModel.__init__.__code__
+    sites: dict[str, str] = {}
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "return" or frame.f_code is not init_code:
+            return
+        obj = frame.f_locals.get("self")
+        if not isinstance(obj, Resource):
+            return
+        try:
+            rid = obj.id
+        except Exception:  # a half-built resource: its construction raised
+            return
+        caller = frame.f_back
+        while caller is not None and not _is_model_file(caller.f_code.co_filename, directory):
+            caller = caller.f_back
+        if caller is not None:
+            sites.setdefault(rid, _show(caller.f_code.co_filename, caller.f_lineno))
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        out = fn(service)
+        if out is not None and not isinstance(out, Resource | Shared):
+            for _ in out:
+                pass
+    except Exception:
+        pass
+    finally:
+        sys.setprofile(previous)
+    return sites
+
+
+def locate(resource_id: str, service: Any, implementations: Iterable[Callable[..., Any]]) -> str | None:
+    """The model line where ``service``'s implementations built ``resource_id``, if found."""
+    fallback: str | None = None
+    for fn in implementations:
+        sites = construction_sites(fn, service)
+        if resource_id in sites:
+            return sites[resource_id]
+        fallback = fallback or definition_line(fn)
+    return fallback

@@ -1,0 +1,122 @@
+"""``Service``: one instance as an implementation sees it.
+
+The engine unrolls each instance dict of a compile into a service object: the validated entity
+(``svc.entity``, a frozen ``ServiceEntity``), the instance's ``id``, ``state``, ``version`` and
+``purge_resources`` (true while its state removes its resources), and every attribute readable
+directly, with inter-service references resolved to the target's service object::
+
+    @implementation(port)
+    def interface(p: Service[Port]) -> Iterator[Resource]:
+        yield Interface(agent=p.router.mgmt_ip, name=p.name, mtu=p.mtu, purged=p.purge_resources)
+
+Why a wrapper and not the entity itself: the entity's reference fields hold ids (that is the
+API value) and its field names are the model author's, so ``id``/``state``/``version`` could
+clash; the wrapper keeps the engine's fields apart and resolves references. An attribute whose
+name is shadowed by one of those is still reachable as ``svc["state"]`` or ``svc.entity.state``.
+
+``allocate(name=value)`` sets ``r`` attributes (server-allocated, e.g. a VLAN id) during a
+validation compile; the values show in this service object at once and come back in the
+refinement result as ``allocations[instance id]`` for the compiler to write to the candidate set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from lsm.catalog import Binding, Modifier, ServiceEntity
+from lsm.errors import ModelError
+
+if TYPE_CHECKING:
+    from lsm.model.context import CompileContext
+
+E = TypeVar("E", bound=ServiceEntity)
+
+
+class Service(Generic[E]):
+    """An instance in a compile: engine fields plus the entity's attributes (references resolved)."""
+
+    __slots__ = (
+        "_compile",
+        "_values",
+        "binding",
+        "entity",
+        "id",
+        "instance",
+        "purge_resources",
+        "state",
+        "version",
+    )
+
+    id: str
+    binding: Binding
+    state: str
+    version: int
+    purge_resources: bool
+    entity: E
+    instance: Mapping[str, Any]
+
+    def __init__(
+        self,
+        *,
+        id: str,  # noqa: A002 - the instance id, named as everywhere else
+        binding: Binding,
+        state: str,
+        version: int,
+        purge_resources: bool,
+        entity: E,
+        instance: Mapping[str, Any],
+        values: dict[str, Any],
+        compile: CompileContext,  # noqa: A002
+    ) -> None:
+        self.id = id
+        self.binding = binding
+        self.state = state
+        self.version = version
+        self.purge_resources = purge_resources
+        self.entity = entity
+        self.instance = instance
+        self._values = values
+        self._compile = compile
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"{self.binding.name} has no attribute {name!r}") from None
+
+    def __getitem__(self, name: str) -> Any:
+        """An attribute by name (references resolved), also when an engine field shadows it."""
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"{self.binding.name} has no attribute {name!r}") from None
+
+    @property
+    def entity_name(self) -> str:
+        """The binding (API) name, e.g. ``port``."""
+        return self.binding.name
+
+    def allocate(self, **values: Any) -> None:
+        """Set server-allocated (``r``) attributes; see the module docstring.
+
+        Only ``r`` attributes may be allocated (anything else is a ``ModelError`` naming it),
+        so that a model can not overwrite what an operator set.
+        """
+        infos = self.binding.entity.attributes()
+        for name in values:
+            info = infos.get(name)
+            if info is None or info.modifier is not Modifier.R:
+                raise ModelError(
+                    f"{self.binding.name} {self.id}: only 'r' attributes can be allocated, not {name!r}",
+                    instance=self.id,
+                    entity=self.binding.name,
+                    attribute=name,
+                )
+        self._values = {**self._values, **values}  # copy on write: values may be the entity's dict
+        self._compile.allocations.setdefault(self.id, {}).update(values)
+
+    def __repr__(self) -> str:
+        return f"<Service {self.binding.name} {self.id} state={self.state!r} version={self.version}>"
