@@ -1,0 +1,1 @@
+"""Tests of the runnable models in examples/."""
