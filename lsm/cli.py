@@ -155,9 +155,22 @@ def _cell(value: Any) -> str:
     return escape(_compact(value))
 
 
+#: columns whose cells are short identifiers: never wrapped, so that ids can be copied whole
+_NO_WRAP = frozenset(
+    {"id", "entity", "lifecycle", "state", "key", "source", "target", "trigger", "attribute"}
+)
+
+
+def _table(title: str | None, columns: tuple[str, ...]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, no_wrap=column in _NO_WRAP)
+    return table
+
+
 def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
     table = Table(show_header=False, title=title, title_justify="left", box=None)
-    table.add_column(style="bold")
+    table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for key, value in data.items():
         table.add_row(escape(str(key)), _cell(value))
@@ -257,9 +270,9 @@ def catalog_list(url: Url = DEFAULT_URL, environment: Environment = None, as_jso
     """Every service entity with its lifecycle, identity, owner and instance counts."""
 
     def show(entities: list[dict[str, Any]]) -> None:
-        table = Table(title="service catalog", title_justify="left")
-        for column in ("entity", "lifecycle", "identity", "owner", "attributes", "instances"):
-            table.add_column(column)
+        table = _table(
+            "service catalog", ("entity", "lifecycle", "identity", "owner", "attributes", "instances")
+        )
         for entity in entities:
             lifecycle = entity.get("lifecycle")
             summary = entity.get("instance_summary") or {}
@@ -296,9 +309,9 @@ def catalog_show(
         header = {k: v for k, v in data.items() if k not in ("attributes", "relations", "lifecycle")}
         header["lifecycle"] = lifecycle.get("name") if isinstance(lifecycle, dict) else lifecycle
         _print_kv(header, title=f"entity {data.get('name', entity)}")
-        table = Table(title="attributes", title_justify="left")
-        for column in ("name", "type", "modifier", "required", "default", "relation", "description"):
-            table.add_column(column)
+        table = _table(
+            "attributes", ("name", "type", "modifier", "required", "default", "relation", "description")
+        )
         for a in data.get("attributes", []):
             table.add_row(
                 escape(a["name"]),
@@ -319,9 +332,7 @@ def catalog_show(
 
 # -- instances -------------------------------------------------------------------------------------------
 def _instances_table(instances: list[dict[str, Any]], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("id", "state", "version", "owner", "attributes"):
-        table.add_column(column)
+    table = _table(title, ("id", "state", "version", "owner", "attributes"))
     for i in instances:
         attributes = i.get("active_attributes") or i.get("candidate_attributes") or {}
         state = escape(i["state"]) + (" [dim](deleted)[/]" if i.get("deleted") else "")
@@ -336,9 +347,7 @@ def _show_instance(instance: dict[str, Any]) -> None:
     }
     head.update(created_at=instance.get("created_at"), last_updated=instance.get("last_updated"))
     _print_kv(head, title=f"{instance.get('service_entity')} instance")
-    table = Table(title="attributes", title_justify="left")
-    for column in ("attribute", "candidate", "active", "rollback"):
-        table.add_column(column)
+    table = _table("attributes", ("attribute", "candidate", "active", "rollback"))
     sets = [instance.get(f"{s}_attributes") or {} for s in ("candidate", "active", "rollback")]
     for key in sorted({k for s in sets for k in s}):
         table.add_row(escape(key), *(_cell(s[key]) if key in s else "" for s in sets))
@@ -489,9 +498,7 @@ def instance_log(
     """The instance's event log, oldest first."""
 
     def show(events: list[dict[str, Any]]) -> None:
-        table = Table(title="event log", title_justify="left")
-        for column in ("version", "time", "source", "target", "trigger", "compile", "message"):
-            table.add_column(column)
+        table = _table("event log", ("version", "time", "source", "target", "trigger", "compile", "message"))
         for e in events:
             target = (
                 ("[red]" + escape(e["target"]) + " (error)[/]") if e.get("is_error") else escape(e["target"])
@@ -519,7 +526,34 @@ def instance_diagnose(
     as_json: AsJson = False,
 ) -> None:
     """Why an instance is where it is: failing validation, failed resources, pending compile."""
-    call(url, environment, as_json, lambda c: c.diagnose(entity, ref), lambda data: _print_kv(data))
+    call(url, environment, as_json, lambda c: c.diagnose(entity, ref), _show_diagnosis)
+
+
+def _compile_line(report: dict[str, Any] | None) -> str | None:
+    if not report:
+        return None
+    line = f"{report.get('kind')} compile {report.get('id')}: {report.get('status')}"
+    error = (report.get("report") or {}).get("error")
+    return line + (f" ({_compact(error)})" if error else "")
+
+
+def _show_diagnosis(data: dict[str, Any]) -> None:
+    """The diagnosis as short lines; ``--json`` has everything."""
+    instance = data.get("instance") or {}
+    allowed = ", ".join(f"{a.get('trigger')} -> {a.get('target')}" for a in data.get("allowed") or [])
+    last_error = data.get("last_error")
+    summary: dict[str, Any] = {
+        "instance": f"{instance.get('service_entity')} {instance.get('id')} v{instance.get('version')}",
+        "state": data.get("state"),
+        "allowed": allowed or "nothing (a final state)",
+        "last error": last_error
+        and f"{last_error.get('source')} -> {last_error.get('target')}: {last_error.get('message')}",
+        "validation": _compile_line(data.get("validation_compile")),
+        "pending": _compile_line(data.get("pending_compile")),
+    }
+    resources = data.get("resources") or []
+    summary["failed resources"] = ", ".join(f"{r.get('id')} ({r.get('status')})" for r in resources) or None
+    _print_kv(summary, title="diagnosis")
 
 
 # -- compiles and desired state ------------------------------------------------------------------------
@@ -617,9 +651,7 @@ def environment_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
     """Every environment."""
 
     def show(envs: list[dict[str, Any]]) -> None:
-        table = Table(title="environments", title_justify="left")
-        for column in ("name", "id", "model", "created"):
-            table.add_column(column)
+        table = _table("environments", ("name", "id", "model", "created"))
         for e in envs:
             table.add_row(escape(e["name"]), e["id"], _cell(e.get("model")), _cell(e.get("created_at")))
         out.print(table)
@@ -641,9 +673,7 @@ def environment_create(
 
 
 def _show_settings(settings: dict[str, Any]) -> None:
-    table = Table(title="settings", title_justify="left")
-    for column in ("key", "value", "default", "description"):
-        table.add_column(column)
+    table = _table("settings", ("key", "value", "default", "description"))
     for key, meta in settings.items():
         if isinstance(meta, dict) and "value" in meta:
             table.add_row(

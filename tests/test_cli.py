@@ -102,6 +102,15 @@ def test_instance_tables_are_printed(lsm: Any) -> None:
     assert log.exit_code == 0 and "draft" in log.stdout
 
 
+def test_diagnose_says_what_the_instance_may_do(lsm: Any) -> None:
+    lsm("instance", "create", "note", "--attr", "title=diag")
+
+    result = lsm("instance", "diagnose", "note", "title=diag")
+
+    assert result.exit_code == 0, result.output
+    assert "on_update -> draft" in result.stdout and "api_set_state -> published" in result.stdout
+
+
 def test_an_engine_error_is_printed_in_red_with_details_and_exit_1(lsm: Any) -> None:
     lsm("instance", "create", "note", "--attr", "title=e1")
 
