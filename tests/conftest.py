@@ -65,6 +65,8 @@ def engine_factory(db: Database) -> Iterator[Callable[..., Engine]]:
 
     yield make
     for engine in engines:
+        if engine.config.embedded_worker:
+            engine.worker.stop()
         engine.ready = False
 
 

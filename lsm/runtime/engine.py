@@ -14,7 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lsm.errors import InvalidInput, UnknownCompile
+from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
+from lsm.desired_state import DesiredStateStore, VersionInfo
+from lsm.errors import InvalidInput
 from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
 from lsm.inventory.settings import describe_settings, parse_settings, validate_setting
@@ -41,16 +43,36 @@ class Engine:
         self.lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
         self.environments = Environments(self.db, self.lifecycles, config.environment)
         self.orchestrator = Orchestrator(self.db)
+        self.store = DesiredStateStore(self.db)
+        self.queue = CompileQueue(self.db)
+        self.runner = CompileRunner(
+            self.db,
+            self.queue,
+            self.store,
+            self.orchestrator,
+            lambda env_id: self.environments.context(env_id),
+        )
+        self.worker = CompileWorker(
+            self.queue,
+            EnvironmentLocks(self.db),
+            self.runner.run_batch,
+            lambda env_id: self.environments.context(env_id).settings,
+        )
 
     # -- lifecycle of the engine itself -----------------------------------------------------------
     def start(self) -> None:
         """Create the schema, the default environment, and start the embedded workers."""
         self.db.create_schema()
         self.environments.ensure(self.config.environment, self.config.model, self.config.settings)
+        if self.config.embedded_worker:
+            self.orchestrator.listeners.append(self.worker.wake)
+            self.worker.start()
         self.ready = True
 
     def stop(self) -> None:
         self.ready = False
+        if self.config.embedded_worker:
+            self.worker.stop()
         self.db.dispose()
 
     def context(self, env: str | None) -> EnvironmentContext:
@@ -275,18 +297,36 @@ class Engine:
     def get_compile(self, env: str | None, compile_id: str) -> CompileOut:
         ctx = self.context(env)
         with self.db.read() as session:
-            try:
-                return CompileOut.from_row(repo.get_compile(session, ctx.env_id, compile_id))
-            except UnknownCompile:
-                raise
+            return CompileOut.from_row(repo.get_compile(session, ctx.env_id, compile_id))
 
     def list_desired_states(
         self, env: str | None, *, limit: int = 50, offset: int = 0
     ) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        return [_version_dict(v) for v in self.store.list_versions(ctx.env_id, limit=limit, offset=offset)]
 
     def desired_state(self, env: str | None, version: int) -> dict[str, Any]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        info = self.store.get_version(ctx.env_id, version)
+        content = self.store.content(ctx.env_id, version)
+        return {**_version_dict(info), "sets": content.sets, "shared": content.shared}
 
     def desired_state_resources(self, env: str | None, version: int) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        ctx = self.context(env)
+        return [
+            {"id": r.id, "set": set_name, "attributes": r.attributes, "requires": list(r.requires)}
+            for set_name, r in self.store.resources(ctx.env_id, version)
+        ]
+
+
+def _version_dict(info: VersionInfo) -> dict[str, Any]:
+    return {
+        "version": info.number,
+        "kind": info.kind,
+        "base": info.base,
+        "compile_id": info.compile_id,
+        "created_at": info.created_at.isoformat(),
+        "sets_replaced": info.sets_replaced,
+        "sets_deleted": info.sets_deleted,
+        "resource_count": info.resource_count,
+    }

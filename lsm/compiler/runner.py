@@ -1,0 +1,315 @@
+"""``CompileRunner``: runs one claimed batch (full, partial or validation) and records its report.
+
+Why one module: the three kinds share their stages (choose instances, build the instance dicts
+``lsm.all`` returns, refine, then export or report a validation outcome) and their error
+handling: a model, selector or export-rule error fails the compile with a report naming what
+broke, and nothing is exported. Each stage is timed for the report.
+
+* **full**: every non-deleted instance in an exporting state, with its active attributes; the
+  export replaces the whole desired state (stale shared resources are garbage-collected). The
+  first compile of an environment is always full.
+* **partial**: the requested ids (plus every instance of the requested entities, minus
+  ``exclude``) are handed to the environment's selector; the trees it selects are refined and
+  their sets replace the stored ones; a selected tree that produces nothing has its set deleted.
+* **validation**: the validated instance with its state's ``validate_self`` set, every other
+  instance with its ``validate_others`` set (``none`` leaves it out); the outcome goes back to
+  the orchestration as a ``ValidationOutcome``, with the compile id in the event log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from lsm.compiler.queue import Batch, CompileQueue
+from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+from lsm.errors import LsmError
+from lsm.inventory.database import Database
+from lsm.inventory.tables import InstanceRow
+from lsm.lifecycle import AttributeSetName
+from lsm.model import RefineResult, refine, validate
+from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
+from lsm.selection import BaseSelector, InstanceRecord, InventoryView, build_selector, run_selector
+
+log = logging.getLogger(__name__)
+
+InstanceDict = dict[str, Any]
+#: garbage-collect old desired-state versions every this many exports
+GC_EVERY = 10
+
+
+class CompileRunner:
+    def __init__(
+        self,
+        db: Database,
+        queue: CompileQueue,
+        store: DesiredStateStore,
+        orchestrator: Orchestrator,
+        contexts: Callable[[str], EnvironmentContext],
+    ) -> None:
+        self.db = db
+        self.queue = queue
+        self.store = store
+        self.orchestrator = orchestrator
+        self.contexts = contexts
+
+    def run_batch(self, env_id: str, batch: Batch) -> None:
+        """Run ``batch`` and finish every request in it; never raises for a compile's own errors."""
+        timings: dict[str, float] = {}
+        report: dict[str, Any] = {"merged": [row.id for row in batch.merged]}
+        try:
+            ctx = self.contexts(env_id)
+            if batch.kind == "validation":
+                self._validation(ctx, batch, report, timings)
+                return
+            version = self._export(ctx, batch, report, timings)
+            self.queue.finish(
+                batch, status="success", report={**report, "timings": timings}, desired_state_version=version
+            )
+        except LsmError as exc:
+            report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
+            self.queue.finish(batch, status="failed", report={**report, "timings": timings})
+        except Exception as exc:  # a bug, not a model error: still recorded, never lost
+            log.exception("compile %s failed unexpectedly", batch.leader.id)
+            report["error"] = {
+                "error": "internal",
+                "message": f"{type(exc).__name__}: {exc}",
+                "traceback": _traceback(exc),
+            }
+            self.queue.finish(batch, status="failed", report={**report, "timings": timings})
+
+    # -- exporting compiles ---------------------------------------------------------------------
+    def _export(
+        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
+    ) -> int:
+        started = time.perf_counter()
+        full = batch.kind == "full" or self.store.latest_version(ctx.env_id) is None
+        report["ran_as"] = "full" if full else "partial"
+        if full:
+            instances = self._load_exporting(ctx)
+            report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
+            roots: list[str] = []
+        else:
+            instances, roots = self._select(ctx, batch)
+            report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
+        timings["select"] = time.perf_counter() - started
+        result = refine(ctx.model, instances)
+        timings.update({f"refine_{k}": v for k, v in result.timings.items()})
+        request = self._export_request(result, full=full, roots=roots, compile_id=batch.leader.id)
+        exported = time.perf_counter()
+        info = self.store.export(ctx.env_id, request)
+        timings["export"] = time.perf_counter() - exported
+        timings["total"] = time.perf_counter() - started
+        report.update(
+            instances=sum(len(d) for d in instances.values()),
+            resources=result.resource_count,
+            sets=len(result.sets),
+            sets_replaced=len(info.sets_replaced),
+            sets_deleted=info.sets_deleted,
+        )
+        if info.number % GC_EVERY == 0:
+            self.store.collect_garbage(ctx.env_id, keep=ctx.settings.desired_state_retention)
+        return info.number
+
+    def _export_request(
+        self, result: RefineResult, *, full: bool, roots: Iterable[str], compile_id: str
+    ) -> ExportRequest:
+        sets = {name: [_record(r) for r in resources] for name, resources in result.sets.items()}
+        shared = [_record(r) for r in result.shared]
+        if full:
+            return ExportRequest(kind="full", sets=sets, shared=shared, compile_id=compile_id)
+        deleted = sorted(root for root in set(roots) if root not in sets)
+        return ExportRequest(
+            kind="partial", sets=sets, shared=shared, deleted_sets=deleted, compile_id=compile_id
+        )
+
+    def _load_exporting(self, ctx: EnvironmentContext) -> dict[str, list[InstanceDict]]:
+        """Every live instance in an exporting state, per binding, through the (entity, state) index."""
+        out: dict[str, list[InstanceDict]] = {}
+        with self.db.read() as session:
+            for binding in ctx.catalog:
+                lifecycle = ctx.lifecycle(binding)
+                exporting = {s.name: s.purge_resources for s in lifecycle.states if s.export_resources}
+                rows = _rows_in_states(session, ctx.env_id, binding.name, list(exporting))
+                out[binding.name] = [
+                    _instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
+                ]
+        return out
+
+    def _select(
+        self, ctx: EnvironmentContext, batch: Batch
+    ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
+        """The selector's trees for the batch's requests, with active attributes (exporting states only)."""
+        purge: dict[str, bool] = {}
+
+        def exporting(record: InstanceRecord) -> AttributeSetName | None:
+            state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
+            purge[record.id] = state.purge_resources
+            return "active" if state.export_resources else None
+
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=exporting)
+            requested = self._requested(view, batch)
+            selector = self._selector(ctx, view)
+            selected = run_selector(selector, requested)
+            roots = selector.roots()
+            records = view.get_many(i for ids in selected.values() for i in ids)
+        instances = {
+            name: [
+                _instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
+                for i in ids
+            ]
+            for name, ids in selected.items()
+        }
+        return instances, roots
+
+    def _requested(self, view: InventoryView, batch: Batch) -> list[str]:
+        ids = batch.requested_ids()
+        for entity in batch.service_entities():
+            ids.extend(record.id for record in view.instances_of(entity))
+        exclude = batch.exclude()
+        return [i for i in dict.fromkeys(ids) if i not in exclude]
+
+    def _selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
+        return build_selector(ctx.settings.selector, view, ctx.catalog, model=ctx.model)
+
+    # -- validation compiles ---------------------------------------------------------------------
+    def _validation(
+        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
+    ) -> None:
+        started = time.perf_counter()
+        leader = batch.leader
+        instance_id = str(leader.instance_id)
+        expected = int(leader.report.get("instance_version", 0))
+        with self.db.read() as session:
+            row = session.get(InstanceRow, instance_id)
+        if row is None or row.version != expected or row.deleted:
+            report["stale"] = True  # the instance moved on; a newer request validates it
+            self.queue.finish(batch, status="success", report={**report, "timings": timings})
+            return
+        try:
+            instances = self._validation_instances(ctx, row)
+            report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
+            timings["select"] = time.perf_counter() - started
+            result = validate(ctx.model, instances)
+            timings.update({f"refine_{k}": v for k, v in result.timings.items()})
+        except LsmError as exc:
+            report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
+            self.queue.finish(batch, status="failed", report={**report, "timings": timings})
+            self._outcome(ctx, leader.id, row, success=False, message=f"validation failed: {exc.message}")
+            return
+        report["resources"] = result.resource_count
+        self.queue.finish(batch, status="success", report={**report, "timings": timings})
+        self._outcome(
+            ctx,
+            leader.id,
+            row,
+            success=True,
+            message="validation succeeded",
+            allocations=result.allocations.get(instance_id, {}),
+            trigger=leader.report.get("trigger", "auto"),
+            target=leader.report.get("target"),
+        )
+
+    def _outcome(
+        self,
+        ctx: EnvironmentContext,
+        compile_id: str,
+        row: InstanceRow,
+        *,
+        success: bool,
+        message: str,
+        allocations: Mapping[str, Any] | None = None,
+        trigger: str = "auto",
+        target: str | None = None,
+    ) -> None:
+        outcome = ValidationOutcome(
+            instance_id=row.id,
+            expected_version=row.version,
+            compile_id=compile_id,
+            success=success,
+            message=message,
+            trigger="api_set_state" if trigger == "api_set_state" else "auto",
+            target=target,
+            allocations=dict(allocations or {}),
+        )
+        self.orchestrator.execute(ctx, outcome)
+
+    def _validation_instances(
+        self, ctx: EnvironmentContext, validated: InstanceRow
+    ) -> dict[str, list[InstanceDict]]:
+        """``validate_self`` for the validated instance, ``validate_others`` for the rest."""
+
+        def choose(record: InstanceRecord | InstanceRow) -> AttributeSetName | None:
+            state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
+            return state.validate_self if record.id == validated.id else state.validate_others
+
+        if ctx.settings.partial_compiles:
+            with self.db.read() as session:
+                view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=choose)
+                selected = run_selector(self._selector(ctx, view), [validated.id])
+                records = view.get_many(i for ids in selected.values() for i in ids)
+            return {
+                name: [
+                    _instance_dict(records[i], records[i].attribute_set(choose(records[i]) or "active"))
+                    for i in ids
+                ]
+                for name, ids in selected.items()
+            }
+        out: dict[str, list[InstanceDict]] = {}
+        with self.db.read() as session:
+            for binding in ctx.catalog:
+                query = select(InstanceRow).where(
+                    InstanceRow.env_id == ctx.env_id,
+                    InstanceRow.entity == binding.name,
+                    col(InstanceRow.deleted).is_(False),
+                )
+                dicts = []
+                for row in session.exec(query):
+                    name = choose(row)
+                    if name is not None:
+                        dicts.append(_instance_dict(row, getattr(row, f"{name}_attributes")))
+                out[binding.name] = dicts
+        return out
+
+
+def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[InstanceRow]:
+    if not states:
+        return []
+    query = select(InstanceRow).where(
+        InstanceRow.env_id == env_id,
+        InstanceRow.entity == entity,
+        col(InstanceRow.state).in_(states),
+        col(InstanceRow.deleted).is_(False),
+    )
+    return list(session.exec(query))
+
+
+def _instance_dict(
+    row: InstanceRow | InstanceRecord, attributes: Any, *, purge: bool = False
+) -> InstanceDict:
+    return {
+        "id": row.id,
+        "entity": row.entity,
+        "version": row.version,
+        "state": row.state,
+        "attributes": attributes,
+        "candidate_attributes": row.candidate_attributes,
+        "active_attributes": row.active_attributes,
+        "rollback_attributes": row.rollback_attributes,
+        "purge_resources": purge,
+    }
+
+
+def _record(resource: Any) -> ResourceRecord:
+    data = resource.to_data()
+    return ResourceRecord(data.id, data.attributes, data.requires)
+
+
+def _traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))
