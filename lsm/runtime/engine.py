@@ -14,10 +14,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from lsm.catalog import validate_attributes
 from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore, VersionInfo
 from lsm.errors import InvalidInput
 from lsm.inventory import repository as repo
+from lsm.inventory.bulk import import_instances
 from lsm.inventory.database import Database
 from lsm.inventory.settings import describe_settings, parse_settings, validate_setting
 from lsm.inventory.tables import CompileRow
@@ -141,6 +143,31 @@ class Engine:
         ctx = self.context(env)
         command = Create(entity, attributes, instance_id=instance_id, initial_state=initial_state)
         return InstanceOut.from_row(self.orchestrator.execute(ctx, command))
+
+    def import_instances(
+        self, env: str | None, entity: str, state: str, attribute_sets: list[dict[str, Any]]
+    ) -> list[str]:
+        """Bulk-import validated instances straight into ``state`` (migrations, benchmarks).
+
+        Attributes are validated against the catalog; the lifecycle is bypassed and no compile
+        is requested (run a full compile afterwards). See ``lsm.inventory.bulk``.
+        """
+        ctx = self.context(env)
+        binding = ctx.binding(entity)
+        if not ctx.lifecycle(binding).has_state(state):
+            raise InvalidInput(f"{state!r} is not a state of {binding.lifecycle!r}", state=state)
+        validated = [validate_attributes(binding.entity, a) for a in attribute_sets]
+        with self.db.write() as session:
+            return import_instances(
+                session,
+                ctx.env_id,
+                binding.name,
+                state,
+                validated,
+                identity=binding.identity,
+                relation_to_owner=binding.relation_to_owner,
+                relations=binding.entity.relations(),
+            )
 
     def list_instances(
         self,
