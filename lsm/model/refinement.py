@@ -28,6 +28,7 @@ a candidate that breaks the model fails its validation exactly as it would fail 
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ def refine(
     purge: PurgeRule = None,
     trees: Collection[str] | None = None,
     validation: bool = False,
+    pause_gc: bool = True,
 ) -> RefineResult:
     """Refine ``instances`` (binding name -> instance dicts) into resources; see the module docstring.
 
@@ -94,6 +96,11 @@ def refine(
     function of the instance dict, or ``None`` to read an optional ``purge_resources`` key of
     each dict. ``trees`` limits the returned ``sets`` to those root ids (every instance is still
     refined and checked). ``validation`` marks a validation compile for ``CompileContext``.
+
+    ``pause_gc``: the cyclic garbage collector is off while the run allocates its objects
+    (about six per resource, all kept): collections triggered by that growth would traverse the
+    ever larger heap again and again, ~40% of a 100k-network refine. One young collection
+    follows when it is back on. Nothing here creates cycles that need it meanwhile.
     """
     started = time.perf_counter()
     ctx = CompileContext(
@@ -102,6 +109,9 @@ def refine(
         validation=validation,
     )
     token = _current.set(ctx)
+    paused = pause_gc and gc.isenabled()
+    if paused:
+        gc.disable()
     try:
         services, problems = unroll(ctx, instances, purge)
         tree_of, tree_problems = owner_trees(services)
@@ -116,6 +126,8 @@ def refine(
         raise_problems(run.problems)
         sets = run.sets(trees)
     finally:
+        if paused:
+            gc.enable()
         _current.reset(token)
     done = time.perf_counter()
     return RefineResult(

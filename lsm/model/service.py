@@ -32,21 +32,19 @@ if TYPE_CHECKING:
 
 E = TypeVar("E", bound=ServiceEntity)
 
+#: names the engine sets on a service object; an entity attribute of that name is ``svc[name]``
+_ENGINE_FIELDS = frozenset(
+    {"id", "binding", "state", "version", "purge_resources", "entity", "instance", "_values", "_compile"}
+)
+
 
 class Service(Generic[E]):
-    """An instance in a compile: engine fields plus the entity's attributes (references resolved)."""
+    """An instance in a compile: engine fields plus the entity's attributes (references resolved).
 
-    __slots__ = (
-        "_compile",
-        "_values",
-        "binding",
-        "entity",
-        "id",
-        "instance",
-        "purge_resources",
-        "state",
-        "version",
-    )
+    Attributes live in the instance ``__dict__`` (engine fields written last, so they win a
+    name clash): an implementation reads them at plain attribute speed, several times per
+    resource it builds.
+    """
 
     id: str
     binding: Binding
@@ -55,6 +53,8 @@ class Service(Generic[E]):
     purge_resources: bool
     entity: E
     instance: Mapping[str, Any]
+    _values: dict[str, Any]
+    _compile: CompileContext
 
     def __init__(
         self,
@@ -69,23 +69,31 @@ class Service(Generic[E]):
         values: dict[str, Any],
         compile: CompileContext,  # noqa: A002
     ) -> None:
-        self.id = id
-        self.binding = binding
-        self.state = state
-        self.version = version
-        self.purge_resources = purge_resources
-        self.entity = entity
-        self.instance = instance
-        self._values = values
-        self._compile = compile
+        fields = self.__dict__
+        fields.update(values)
+        fields.update(
+            id=id,
+            binding=binding,
+            state=state,
+            version=version,
+            purge_resources=purge_resources,
+            entity=entity,
+            instance=instance,
+            _values=values,
+            _compile=compile,
+        )
 
     def __getattr__(self, name: str) -> Any:
+        """Only called for names that are not there: say which entity lacks what."""
         if name.startswith("_"):
             raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"{self.binding.name} has no attribute {name!r}") from None
+        raise AttributeError(f"{self.binding.name} has no attribute {name!r}")
+
+    def _resolved(self, name: str, value: Any) -> None:
+        """Set a resolved reference (unrolling) without letting it override an engine field."""
+        self._values[name] = value
+        if name not in _ENGINE_FIELDS:
+            self.__dict__[name] = value
 
     def __getitem__(self, name: str) -> Any:
         """An attribute by name (references resolved), also when an engine field shadows it."""
@@ -116,6 +124,9 @@ class Service(Generic[E]):
                     attribute=name,
                 )
         self._values = {**self._values, **values}  # copy on write: values may be the entity's dict
+        for name, value in values.items():
+            if name not in _ENGINE_FIELDS:
+                self.__dict__[name] = value
         self._compile.allocations.setdefault(self.id, {}).update(values)
 
     def __repr__(self) -> str:

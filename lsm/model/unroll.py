@@ -123,9 +123,9 @@ def _resolve(
                 resolved = [
                     _target(svc, attr, target, str(v), services, problems, owner_relation) for v in raw
                 ]
-                values[attr] = [t for t in resolved if t is not None]
+                svc._resolved(attr, [t for t in resolved if t is not None])
             else:
-                values[attr] = _target(svc, attr, target, str(raw), services, problems, owner_relation)
+                svc._resolved(attr, _target(svc, attr, target, str(raw), services, problems, owner_relation))
 
 
 def _target(

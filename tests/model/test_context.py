@@ -19,6 +19,7 @@ from lsm.model import (
     implementation,
     model_from_module,
     refine,
+    validate,
 )
 from tests.model import inst
 
@@ -91,3 +92,16 @@ def test_memo_computes_once_per_compile() -> None:
     SEEN.clear()
     refine(model(), {"item": [inst("i1", {"name": "a"})]})
     assert SEEN[1] is not first
+
+
+def test_the_context_tells_a_validation_compile_from_an_export() -> None:
+    kinds: list[bool] = []
+
+    def which(svc: Service[Item]) -> None:
+        kinds.append(current_compile().validation)
+
+    m = model()
+    m.implementations = {"item": [which]}
+    refine(m, {"item": [inst("i1", {"name": "a"})]})
+    validate(m, {"item": [inst("i1", {"name": "a"})]})
+    assert kinds == [False, True]

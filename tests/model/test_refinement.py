@@ -6,6 +6,7 @@ that own nothing and belong to nobody, and a self-owned ``node`` entity for owne
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -386,3 +387,24 @@ def test_one_function_may_implement_several_bindings_and_marks_stack() -> None:
     assert getattr(both, IMPLEMENTATION_MARK) == (rack, site)
     with pytest.raises(TypeError):
         implementation("site")  # type: ignore[arg-type]
+
+
+def test_the_garbage_collector_is_paused_during_the_run_and_restored_even_on_error() -> None:
+    seen: list[bool] = []
+
+    @implementation(switch)
+    def probe(svc: Service[Switch]) -> None:
+        seen.append(gc.isenabled())
+
+    @implementation(switch)
+    def fail(svc: Service[Switch]) -> None:
+        raise RuntimeError("boom")
+
+    assert gc.isenabled()
+    refine(make(probe), topology())
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ModelError):
+        refine(make(fail), topology())
+    assert gc.isenabled()
+    refine(make(probe), topology(), pause_gc=False)
+    assert seen == [False, True]
