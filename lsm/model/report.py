@@ -101,10 +101,19 @@ def model_dir(fn: Callable[..., Any]) -> str:
 
 
 def _is_model_file(filename: str, directory: str) -> bool:
+    """Under the model's directory, and not in the engine or a library below it.
+
+    The engine and the virtualenv may sit inside the model's directory (a model file at the
+    repository root); a model installed in site-packages is under a library directory itself,
+    so only the library directories that do not contain the model count as foreign.
+    """
     if filename.startswith("<"):
         return False
     path = str(Path(filename).resolve())
-    return path.startswith(directory) and not path.startswith(_LSM_DIR) and not path.startswith(_LIBRARY_DIRS)
+    if not path.startswith(directory):
+        return False
+    foreign = tuple(d for d in (_LSM_DIR, *_LIBRARY_DIRS) if not directory.startswith(d))
+    return not path.startswith(foreign)
 
 
 def _show(filename: str, lineno: int | None) -> str:
