@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import InvalidInput, UnknownVersion
@@ -83,3 +85,31 @@ def test_collect_garbage_with_fewer_versions_than_kept_does_nothing(db: Database
 def test_retention_keeps_at_least_one_version(db: Database) -> None:
     with pytest.raises(InvalidInput):
         DesiredStateStore(db).collect_garbage(new_env(db), keep=0)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_retention_costs_the_garbage_not_the_environment(db: Database) -> None:
+    """SQLite's EXPLAIN QUERY PLAN of every statement retention runs: only index searches."""
+    store = DesiredStateStore(db)
+    env = new_env(db)
+    build_history(store, env)
+    statements: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if not statement.startswith("BEGIN"):
+            statements.append((statement, parameters))
+
+    event.listen(db.write_engine, "before_cursor_execute", capture)
+    try:
+        assert store.collect_garbage(env, keep=2) == 4
+    finally:
+        event.remove(db.write_engine, "before_cursor_execute", capture)
+    assert len(statements) == 5
+    with db.read() as session:
+        conn = session.connection()
+        for statement, parameters in statements:
+            plan = [row[-1] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+            assert plan and all(step.startswith(("SEARCH", "USE TEMP B-TREE")) for step in plan), (
+                statement,
+                plan,
+            )
