@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 E = TypeVar("E", bound=ServiceEntity)
 
-#: names the engine sets on a service object; an entity attribute of that name is ``svc[name]``
+#: names the engine uses on a service object; an entity attribute of that name is ``svc[name]``
 _ENGINE_FIELDS = frozenset(
     {"id", "binding", "state", "version", "purge_resources", "entity", "instance", "_values", "_compile"}
+    | {"allocate", "entity_name"}
 )
 
 
@@ -82,6 +83,8 @@ class Service(Generic[E]):
             _values=values,
             _compile=compile,
         )
+        if "allocate" in values:  # an attribute may not hide the method
+            del fields["allocate"]
 
     def __getattr__(self, name: str) -> Any:
         """Only called for names that are not there: say which entity lacks what."""

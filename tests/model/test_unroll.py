@@ -24,6 +24,7 @@ class Link(ServiceEntity):
     b: Ref[Switch] | None = None
     via: list[Ref[Switch]] = []
     state: Annotated[str, rw_plus] = "planned"  # shadowed by the engine's ``state``
+    allocate: bool = False  # shadowed by the method
     vlan: Annotated[int | None, r] = None
 
 
@@ -71,6 +72,7 @@ def test_an_attribute_shadowed_by_an_engine_field_is_reachable_by_name() -> None
     svc = SEEN[uid(10)]
     assert svc.state == "up"
     assert svc["state"] == "lit" == svc.entity.state
+    assert callable(svc.allocate) and svc["allocate"] is False
 
 
 def test_references_resolve_to_service_objects_single_optional_and_lists() -> None:
