@@ -54,9 +54,16 @@ def engine_factory(db: Database) -> Iterator[Callable[..., Engine]]:
     """Build started engines over the test database (same backend as ``db``)."""
     engines: list[Engine] = []
 
-    def make(model: str | None = "tests.models.things", **settings: Any) -> Engine:
+    def make(
+        model: str | None = "tests.models.things", *, embedded_worker: bool = False, **settings: Any
+    ) -> Engine:
+        """Compiles run only when a test drains the queue, unless ``embedded_worker`` is set."""
         config = ServerConfig(
-            database_url=db.url, model=model, settings=settings, lifecycle_dirs=[TEST_LIFECYCLES]
+            database_url=db.url,
+            model=model,
+            settings=settings,
+            lifecycle_dirs=[TEST_LIFECYCLES],
+            embedded_worker=embedded_worker,
         )
         engine = Engine(config, db=db)
         engine.start()

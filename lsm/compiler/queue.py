@@ -61,7 +61,10 @@ class CompileQueue:
 
     def pending_environments(self) -> list[str]:
         with self.db.read() as session:
-            query = select(CompileRow.env_id).where(CompileRow.status == "queued").distinct()
+            # "running" too: a request left running by a dead worker is resumed by the next claim
+            query = (
+                select(CompileRow.env_id).where(col(CompileRow.status).in_(["queued", "running"])).distinct()
+            )
             return list(session.exec(query))
 
     def claim(self, env_id: str, *, batched: bool, backoff: float = 0.0) -> Batch | None:

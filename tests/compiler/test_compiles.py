@@ -1,0 +1,155 @@
+"""Compiles through the engine: full, partial, validation, batching, failures, crash resume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from lsm.inventory.tables import CompileRow
+from lsm.runtime.engine import Engine
+
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
+NETWORKS = str(EXAMPLES / "networks")
+ROUTER_PORT = str(EXAMPLES / "router_port")
+
+
+def full_compile(engine: Engine) -> int:
+    out = engine.request_compile(None, kind="full")
+    engine.worker.drain()
+    done = engine.get_compile(None, out.id)
+    assert done.status == "success", done.report
+    assert done.desired_state_version is not None
+    return done.desired_state_version
+
+
+def seed_networks(engine: Engine, count: int, hosts: int = 5) -> list[str]:
+    return engine.import_instances(
+        None, "network", "up", [{"name": f"net{i}", "hosts": hosts} for i in range(count)]
+    )
+
+
+def test_networks_1000_by_5_give_1000_sets_and_one_shared(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS, partial_compiles=False)
+    ids = seed_networks(engine, 1000)
+    version = full_compile(engine)
+    content = engine.store.content(engine.context(None).env_id, version)
+    assert set(content.sets) == set(ids)
+    assert {len(resources) for resources in content.sets.values()} == {5}
+    assert content.shared == ["net::AgentConfig[internal,name=networks]"]
+    assert engine.desired_state(None, version)["resource_count"] == 5001
+
+
+def test_full_recompile_after_one_change_changes_exactly_one_set(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    engine = engine_factory(NETWORKS, partial_compiles=False)
+    ids = seed_networks(engine, 200)
+    env_id = engine.context(None).env_id
+    first = full_compile(engine)
+    before = engine.store.set_revisions(env_id, first)
+    changed = engine.get_instance(None, "network", ids[17])
+    engine.update_instance(
+        None, "network", changed.id, current_version=changed.version, attributes={"hosts": 7}
+    )
+    engine.worker.drain()  # validation, promote, then the exporting compile the promote requested
+    assert engine.get_instance(None, "network", changed.id).state == "update_inprogress"
+    second = full_compile(engine)
+    after = engine.store.set_revisions(env_id, second)
+    assert {name for name in after if after[name] != before.get(name)} == {changed.id}
+    assert len(engine.store.content(env_id, second).sets[changed.id]) == 7
+
+
+def test_simple_instances_go_start_acknowledged_creating(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS)
+    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
+    engine.worker.drain()
+    now = engine.get_instance(None, "network", created.id)
+    assert now.state == "creating"
+    steps = [(e.source, e.target) for e in engine.instance_log(None, "network", created.id)]
+    assert steps == [(None, "start"), ("start", "acknowledged"), ("acknowledged", "creating")]
+    latest = engine.list_desired_states(None)[0]
+    content = engine.desired_state(None, latest["version"])
+    assert sorted(content["sets"][created.id]) == ["net::Host[n1,name=h0]", "net::Host[n1,name=h1]"]
+
+
+def test_failed_validation_rejects_with_the_compile_report_in_the_log(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    engine = engine_factory(ROUTER_PORT)
+    router = engine.create_instance(None, "router", {"mgmt_ip": "10.0.0.1", "name": "r1"})
+    engine.worker.drain()
+    port = engine.create_instance(None, "port", {"router": router.id, "name": "eth0", "mtu": 10})
+    engine.worker.drain()
+    rejected = engine.get_instance(None, "port", port.id)
+    assert rejected.state == "rejected"
+    last = engine.instance_log(None, "port", port.id)[-1]
+    assert (last.source, last.target, last.is_error) == ("start", "rejected", True)
+    assert last.compile_id is not None
+    report = engine.get_compile(None, last.compile_id)
+    assert (report.kind, report.status, report.instance_id) == ("validation", "failed", port.id)
+    assert port.id in report.report["error"]["message"]
+    assert "mtu" in report.report["error"]["message"]
+    # the router was not touched by the port's failure
+    assert engine.get_instance(None, "router", router.id).state == "creating"
+
+
+def test_model_error_fails_the_export_and_keeps_the_previous_version(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    engine = engine_factory("tests.models.fragile")
+    engine.import_instances(None, "widget", "up", [{"name": "w1"}, {"name": "w2"}])
+    version = full_compile(engine)
+    engine.import_instances(None, "widget", "up", [{"name": "w3", "explode": True}])
+    failed = engine.request_compile(None, kind="full")
+    engine.worker.drain()
+    report = engine.get_compile(None, failed.id)
+    assert report.status == "failed"
+    error = report.report["error"]
+    assert error["error"] == "model_error"
+    assert "widget w3 exploded" in error["message"]
+    assert "fragile.py" in error["message"] or "fragile.py" in str(error.get("errors"))
+    assert engine.list_desired_states(None)[0]["version"] == version
+
+
+def test_pending_partial_requests_are_batched_into_one_compile(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS)
+    ids = seed_networks(engine, 10)
+    base = full_compile(engine)
+    requests = [engine.request_compile(None, kind="partial", instance_ids=[i]) for i in ids[:4]]
+    engine.worker.drain()
+    reports = [engine.get_compile(None, r.id) for r in requests]
+    leader = reports[0]
+    assert leader.merged_into is None and leader.status == "success"
+    assert all(r.merged_into == leader.id and r.status == "success" for r in reports[1:])
+    assert {r.desired_state_version for r in reports} == {base + 1}
+    assert set(leader.report["selected"]["network"]) == set(ids[:4])
+
+
+def test_batching_off_runs_one_compile_per_request(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS, batched_partial_compiles=False)
+    ids = seed_networks(engine, 3)
+    base = full_compile(engine)
+    requests = [engine.request_compile(None, kind="partial", instance_ids=[i]) for i in ids]
+    engine.worker.drain()
+    versions = sorted(engine.get_compile(None, r.id).desired_state_version or 0 for r in requests)
+    assert versions == [base + 1, base + 2, base + 3]
+
+
+def test_a_compile_left_running_by_a_dead_worker_is_resumed(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS)
+    seed_networks(engine, 3)
+    orphan = CompileRow(env_id=engine.context(None).env_id, kind="full", status="running", reason="crashed")
+    with engine.db.write() as session:
+        session.add(orphan)
+    engine.worker.drain()
+    resumed = engine.get_compile(None, orphan.id)
+    assert resumed.status == "success"
+    assert resumed.desired_state_version == 1
+
+
+def test_embedded_worker_and_wait(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS, embedded_worker=True)
+    seed_networks(engine, 5)
+    done = engine.request_compile(None, kind="full", wait=True, timeout=60)
+    assert done.status == "success"
+    assert engine.desired_state(None, done.desired_state_version or 0)["resource_count"] == 26
