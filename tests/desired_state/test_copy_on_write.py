@@ -127,3 +127,53 @@ def test_records_from_a_large_full_export_read_back_exactly(db: Database) -> Non
     store.export(env, ExportRequest("full", sets=sets))
     assert len(store.resources(env, 1)) == 2400
     assert store.resources(env, 1, "s17") == [("s17", r) for r in sets["s17"]]
+
+
+def explain_all(db: Database, statements: list[tuple[str, Any]]) -> list[tuple[str, list[str]]]:
+    with db.read() as session:
+        conn = session.connection()
+        return [
+            (
+                statement,
+                [row[-1] for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)],
+            )
+            for statement, parameters in statements
+        ]
+
+
+def captured(engine: Any, statements: list[tuple[str, Any]]) -> Any:
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if not many and statement.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE")):
+            statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    return lambda: event.remove(engine, "before_cursor_execute", capture)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_reads_and_full_exports_only_visit_their_own_environment(db: Database) -> None:
+    """Whole-environment queries go through the guarded env indexes: no table scan, so a small
+    environment never pays for a large one sharing the database."""
+    store = DesiredStateStore(db)
+    store.export(new_env(db), base_export(300))
+    env = new_env(db)
+    statements: list[tuple[str, Any]] = []
+    stop_write, stop_read = captured(db.write_engine, statements), captured(db.read_engine, statements)
+    try:
+        store.export(env, base_export(3))
+        store.export(env, base_export(4))
+        store.export(env, one_set_change())
+        for number in (1, 2, 3):
+            store.content(env, number)
+            store.resources(env, number)
+            store.resources(env, number, "set-00001")
+            store.set_revisions(env, number)
+        store.list_versions(env)
+    finally:
+        stop_write()
+        stop_read()
+    for statement, plan in explain_all(db, statements):
+        assert plan and all(step.startswith(("SEARCH", "USE TEMP B-TREE")) for step in plan), (
+            statement,
+            plan,
+        )
