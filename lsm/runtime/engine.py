@@ -21,7 +21,7 @@ from lsm.errors import InvalidInput
 from lsm.inventory import repository as repo
 from lsm.inventory.bulk import import_instances
 from lsm.inventory.database import Database
-from lsm.inventory.settings import describe_settings, parse_settings, validate_setting
+from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.tables import CompileRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
 from lsm.lifecycle import LifecycleRegistry
@@ -43,7 +43,7 @@ class Engine:
         self.ready = False
         self.db = db if db is not None else Database(config.database_url)
         self.lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
-        self.environments = Environments(self.db, self.lifecycles, config.environment)
+        self.environments = Environments(self.db, self.lifecycles, config.environment, config.settings)
         self.orchestrator = Orchestrator(self.db)
         self.store = DesiredStateStore(self.db)
         self.queue = CompileQueue(self.db)
@@ -65,7 +65,7 @@ class Engine:
     def start(self) -> None:
         """Create the schema, the default environment, and start the embedded workers."""
         self.db.create_schema()
-        self.environments.ensure(self.config.environment, self.config.model, self.config.settings)
+        self.environments.ensure(self.config.environment, self.config.model)
         if self.config.embedded_worker:
             self.orchestrator.listeners.append(self.worker.wake)
             self.worker.start()
@@ -84,7 +84,10 @@ class Engine:
     def list_environments(self) -> list[EnvironmentOut]:
         with self.db.read() as session:
             rows = repo.list_environments(session)
-        return [EnvironmentOut.from_row(r, parse_settings(r.settings).model_dump()) for r in rows]
+        return [
+            EnvironmentOut.from_row(r, self.environments.effective_settings(r.settings).model_dump())
+            for r in rows
+        ]
 
     def create_environment(self, name: str, model: str | None = None) -> EnvironmentOut:
         if not name.strip():
@@ -95,7 +98,7 @@ class Engine:
     def get_environment(self, env: str | None) -> EnvironmentOut:
         with self.db.read() as session:
             row = repo.get_environment(session, env or self.config.environment)
-        return EnvironmentOut.from_row(row, parse_settings(row.settings).model_dump())
+        return EnvironmentOut.from_row(row, self.environments.effective_settings(row.settings).model_dump())
 
     def get_settings(self, env: str | None) -> dict[str, Any]:
         current = self.get_environment(env).settings

@@ -12,7 +12,7 @@ import threading
 from lsm.errors import ConfigurationError
 from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
-from lsm.inventory.settings import parse_settings
+from lsm.inventory.settings import EnvironmentSettings, parse_settings, validate_setting
 from lsm.inventory.tables import EntityRow, EnvironmentRow, utcnow
 from lsm.lifecycle import LifecycleRegistry
 from lsm.model.loader import Model, load_model
@@ -24,21 +24,27 @@ EMPTY_MODEL = Model(bindings=[], source="")
 class Environments:
     """Resolves environments and caches their ``EnvironmentContext``."""
 
-    def __init__(self, db: Database, lifecycles: LifecycleRegistry, default: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        lifecycles: LifecycleRegistry,
+        default: str,
+        setting_defaults: dict[str, object] | None = None,
+    ) -> None:
+        """``setting_defaults`` (``[settings]`` of lsm.toml) apply where an environment set nothing."""
+        self.setting_defaults = {k: validate_setting(k, v) for k, v in (setting_defaults or {}).items()}
         self.db = db
         self.lifecycles = lifecycles
         self.default = default
         self._contexts: dict[str, EnvironmentContext] = {}
         self._lock = threading.Lock()
 
-    def ensure(
-        self, name: str, model: str | None, settings: dict[str, object] | None = None
-    ) -> EnvironmentRow:
+    def ensure(self, name: str, model: str | None) -> EnvironmentRow:
         """Create the environment if missing (idempotent); a given model replaces the stored one."""
         with self.db.write() as session:
             row = repo.find_environment(session, name)
             if row is None:
-                row = EnvironmentRow(name=name, model=model, settings=dict(settings or {}))
+                row = EnvironmentRow(name=name, model=model, settings={})
                 session.add(row)
             elif model is not None and row.model != model:
                 row.model = model
@@ -73,7 +79,7 @@ class Environments:
                     name=row.name,
                     model=model,
                     lifecycles=self.lifecycles,
-                    settings=parse_settings(row.settings),
+                    settings=self.effective_settings(row.settings),
                 )
                 self._register_entities(ctx)
                 self._contexts[row.id] = ctx
@@ -81,6 +87,10 @@ class Environments:
             if env is None:
                 self._contexts[self.default] = ctx
             return ctx
+
+    def effective_settings(self, stored: dict[str, object]) -> EnvironmentSettings:
+        """Stored settings over the configured defaults over the built-in defaults."""
+        return parse_settings({**self.setting_defaults, **stored})
 
     def invalidate(self, env_id: str) -> None:
         with self._lock:
