@@ -6,7 +6,7 @@ also produces the same ``net::AgentConfig`` resource, shared by all: 1000 networ
 refine into 1000 sets of 5 hosts plus 1 shared resource (5001 resources). Changing one
 network's ``hosts`` changes exactly one set, which a partial compile replaces on its own.
 
-Load it by path: ``lsm.model.load_model("examples/networks")``.
+Load it by path: ``lsm.load_model("examples/networks")``.
 """
 
 from __future__ import annotations
@@ -14,36 +14,35 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from lsm.catalog import Binding, ServiceEntity, rw_plus
-from lsm.model import Resource, Service, Shared, implementation, shared
+import lsm
 
 
-class Network(ServiceEntity):
+class Network(lsm.ServiceEntity):
     """A network of identical hosts, deployed by the agent named after the network."""
 
     name: str
-    hosts: Annotated[int, rw_plus] = 5
+    hosts: Annotated[int, lsm.rw_plus] = 5
 
 
-network = Binding(Network, lifecycle="simple", name="network", identity="name")
+network = lsm.Binding(Network, lifecycle="simple", name="network", identity="name")
 
 
-class Host(Resource, type="net::Host", id_attribute="name"):
+class Host(lsm.Resource, type="net::Host", id_attribute="name"):
     name: str
     ip: str
 
 
-class AgentConfig(Resource, type="net::AgentConfig", id_attribute="name"):
+class AgentConfig(lsm.Resource, type="net::AgentConfig", id_attribute="name"):
     """Agent settings: one for the whole model, so no network may own it."""
 
     name: str
     autostart: bool = True
 
 
-@implementation(network)
-def network_hosts(net: Service[Network]) -> Iterator[Resource | Shared]:
+@lsm.implementation(network)
+def network_hosts(net: lsm.Service[Network]) -> Iterator[lsm.Resource | lsm.Shared]:
     for i in range(net.hosts):
         yield Host(
             agent=net.name, name=f"h{i}", ip=f"10.0.{i // 250}.{i % 250 + 1}", purged=net.purge_resources
         )
-    yield shared(AgentConfig(agent="internal", name="networks"))
+    yield lsm.shared(AgentConfig(agent="internal", name="networks"))

@@ -7,10 +7,10 @@ resource. Each router also produces the ``net::AgentConfig`` of its agent, share
 
 The port implementation enforces two model rules, so that validation compiles catch a bad
 candidate before it is promoted: the MTU must be within 68..9216, and no other port of the same
-router in the compile may have the same name (checked through ``all_instances(port)``, i.e.
-``lsm.all``, indexed once per compile).
+router in the compile may have the same name (checked through ``lsm.all(port)``, indexed
+once per compile).
 
-Load it by path: ``lsm.model.load_model("examples/router_port")``.
+Load it by path: ``lsm.load_model("examples/router_port")``.
 """
 
 from __future__ import annotations
@@ -19,47 +19,46 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Annotated
 
-from lsm.catalog import Binding, Ref, ServiceEntity, rw_plus
+import lsm
 from lsm.errors import ModelError
-from lsm.model import Resource, Service, Shared, all_instances, current_compile, implementation, shared
 
 MTU_RANGE = range(68, 9217)
 
 
-class Router(ServiceEntity):
+class Router(lsm.ServiceEntity):
     """A router managed through its management address."""
 
     mgmt_ip: str
-    name: Annotated[str, rw_plus]
+    name: Annotated[str, lsm.rw_plus]
 
 
-class Port(ServiceEntity):
+class Port(lsm.ServiceEntity):
     """A port of a router; it lives and dies with its router."""
 
     name: str
-    router: Ref[Router]
-    mtu: Annotated[int, rw_plus] = 1500
-    vlan: Annotated[int | None, rw_plus] = None
+    router: lsm.Ref[Router]
+    mtu: Annotated[int, lsm.rw_plus] = 1500
+    vlan: Annotated[int | None, lsm.rw_plus] = None
 
 
-router = Binding(Router, lifecycle="simple_with_delete_validate", name="router", identity="mgmt_ip")
-port = Binding(
+router = lsm.Binding(Router, lifecycle="simple_with_delete_validate", name="router", identity="mgmt_ip")
+port = lsm.Binding(
     Port, lifecycle="simple_with_delete_validate", name="port", owner=router, relation_to_owner="router"
 )
 
 
-class RouterConfig(Resource, type="net::Router", id_attribute="name"):
+class RouterConfig(lsm.Resource, type="net::Router", id_attribute="name"):
     name: str
     mgmt_ip: str
 
 
-class Interface(Resource, type="net::Interface", id_attribute="name"):
+class Interface(lsm.Resource, type="net::Interface", id_attribute="name"):
     name: str
     mtu: int
     vlan: int | None = None
 
 
-class AgentConfig(Resource, type="net::AgentConfig", id_attribute="name"):
+class AgentConfig(lsm.Resource, type="net::AgentConfig", id_attribute="name"):
     """The settings of one agent (one per router address); shared, never owned."""
 
     name: str
@@ -74,21 +73,21 @@ def port_names() -> dict[tuple[str, str], list[str]]:
 
     def index() -> dict[tuple[str, str], list[str]]:
         found: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for other in all_instances(port):
+        for other in lsm.all(port):
             found[(str(other["attributes"]["router"]), other["attributes"]["name"])].append(str(other["id"]))
         return found
 
-    return current_compile().memo("router_port.port_names", index)
+    return lsm.current_compile().memo("router_port.port_names", index)
 
 
-@implementation(router)
-def router_config(r: Service[Router]) -> Iterator[Resource | Shared]:
+@lsm.implementation(router)
+def router_config(r: lsm.Service[Router]) -> Iterator[lsm.Resource | lsm.Shared]:
     yield RouterConfig(agent=r.mgmt_ip, name=r.name, mgmt_ip=r.mgmt_ip, purged=r.purge_resources)
-    yield shared(AgentConfig(agent="internal", name=r.mgmt_ip))
+    yield lsm.shared(AgentConfig(agent="internal", name=r.mgmt_ip))
 
 
-@implementation(port)
-def port_interface(p: Service[Port]) -> Iterator[Resource]:
+@lsm.implementation(port)
+def port_interface(p: lsm.Service[Port]) -> Iterator[lsm.Resource]:
     if p.mtu not in MTU_RANGE:
         raise ModelError(f"port {p.name}: mtu {p.mtu} is outside {MTU_RANGE.start}..{MTU_RANGE.stop - 1}")
     others = [other for other in port_names()[(p.router.id, p.name)] if other != p.id]
