@@ -1,0 +1,21 @@
+"""The performance harness of lsm-engine: ``python -m benchmarks --help``.
+
+Why a package of its own (outside ``lsm``): performance is measured, never asserted by timed
+tests (DESIGN.md, Style). The harness drives the real engine (``lsm.runtime.engine.Engine``)
+over the ``examples/networks`` model on a fresh database per measurement and writes what it
+measured as JSON under ``benchmarks/results/`` (gitignored), plus a table for people.
+
+Scenarios:
+
+* ``full``: seed N networks, time the stages of a full compile one by one (load the exporting
+  instances, refine, build the export request, store) and then end to end as the compile
+  worker runs it, twice (empty desired state, then after changing one network).
+* ``partial``: seed N networks, store a full compile, then time one instance update as a
+  partial compile plus partial export, many times (median and p95).
+
+Layout: ``cli`` (arguments, sizes, output), ``isolate`` (one size per fresh subprocess, so
+peak RSS is per size), ``full`` and ``partial`` (one size each), ``harness`` (engine, seeding,
+compile-and-drain), ``backend`` (fresh SQLite file or PostgreSQL schema), ``stats`` and
+``report`` (summaries, checks, JSON, tables). It must not change anything in ``lsm``: it uses
+the engine only, plus the compile runner's stage methods to time the stages on their own.
+"""

@@ -1,0 +1,56 @@
+"""A fresh, empty database per measurement: a new SQLite file (WAL) or a new PostgreSQL schema.
+
+Why: a measurement must not see another one's rows, indexes, free pages or planner
+statistics, so every run builds its database from nothing and throws it away afterwards, also
+when the run fails. Leaving ``fresh_database`` deletes the SQLite directory or drops the
+PostgreSQL schema; callers never clean up themselves.
+
+It must not create tables: ``Engine.start`` does that, exactly as in production.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lsm.inventory.database import Database
+
+
+def backend_name(database_url: str | None) -> str:
+    """``sqlite`` without a URL (a file per run), else the URL's backend (``postgresql``)."""
+    if database_url is None:
+        return "sqlite"
+    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
+
+
+@contextmanager
+def fresh_database(database_url: str | None, workdir: Path | None, label: str) -> Iterator[Database]:
+    """An empty ``Database``: a SQLite file under ``workdir`` (the system temp directory when
+    None) without a URL, a new schema on the server of ``database_url`` with one.
+
+    ``label`` names the file's directory or the schema, so a run left behind by a killed
+    process can be recognized (``lsm-bench-<label>-*``, ``bench_<label>_*``).
+    """
+    if database_url is None or database_url.startswith("sqlite"):
+        if workdir is not None:
+            workdir.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix=f"lsm-bench-{label}-", dir=workdir))
+        db = Database(f"sqlite:///{directory / 'lsm.db'}")
+        try:
+            yield db
+        finally:
+            db.dispose()
+            shutil.rmtree(directory, ignore_errors=True)
+        return
+    db = Database(database_url, schema=f"bench_{label}_{uuid.uuid4().hex[:12]}")
+    try:
+        yield db
+    finally:
+        try:
+            db.drop_schema()
+        finally:
+            db.dispose()

@@ -1,0 +1,108 @@
+"""The ``full`` scenario for one size: a full compile, stage by stage and end to end.
+
+Why two fresh databases per size: the end-to-end runs must start from an EMPTY desired state
+(the first full export writes everything), and so must the stand-alone store stage; running
+one after the other on one database would hand the second a populated store (where an
+unchanged full export writes nothing). So:
+
+1. **end to end** (database 1): seed, then the compile worker runs a full compile over the
+   empty desired state (``first``); one network changes; a second full compile (``second``,
+   one set rewritten). Timings are the compile reports'.
+2. **stages** (database 2): seed again, then time on their own, in the runner's order, what a
+   full compile does: load the exporting instances (``CompileRunner._load_exporting``), refine
+   (``lsm.model.refine``), build the export request (``CompileRunner._export_request``) and store
+   it (``DesiredStateStore.export``, its own committed transaction).
+
+The end-to-end part runs first so that ``peak_rss_e2e_mb`` is the peak of seeding plus the real
+compile alone; ``peak_rss_mb`` is the peak of the whole size (both parts).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.backend import backend_name, fresh_database
+from benchmarks.harness import (
+    BenchmarkError,
+    change_hosts,
+    compile_and_drain,
+    expect_resources,
+    peak_rss_mb,
+    seed_networks,
+    start_engine,
+)
+from lsm.model import refine
+from lsm.runtime.engine import Engine
+
+
+def run_full_size(
+    size: int, *, hosts: int, database_url: str | None, workdir: Path | None, rng_seed: int = 0
+) -> dict[str, Any]:
+    """Measure one size; every time in seconds, memory in MB (see the module docstring)."""
+    expected = size * hosts + 1
+    rng = random.Random(rng_seed)
+    out: dict[str, Any] = {
+        "size": size,
+        "hosts": hosts,
+        "backend": backend_name(database_url),
+        "expected_resources": expected,
+    }
+    with fresh_database(database_url, workdir, "full") as db:
+        engine = start_engine(db)
+        try:
+            ids, out["seed_s"] = seed_networks(engine, size, hosts)
+            out["rss_after_seed_mb"] = peak_rss_mb()
+            first = compile_and_drain(engine, "full")
+            expect_resources(first, expected, "first full compile")
+            changed = rng.choice(ids)
+            new_hosts = change_hosts(engine, changed, hosts)
+            second = compile_and_drain(engine, "full")
+            expect_resources(second, expected + new_hosts - hosts, "second full compile")
+            out["end_to_end"] = {"first": first, "second": {**second, "changed": changed}}
+        finally:
+            engine.stop()
+    out["peak_rss_e2e_mb"] = peak_rss_mb()
+    with fresh_database(database_url, workdir, "stages") as db:
+        engine = start_engine(db)
+        try:
+            seed_networks(engine, size, hosts)
+            out["stages"] = _stages(engine, expected)
+        finally:
+            engine.stop()
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def _stages(engine: Engine, expected: int) -> dict[str, Any]:
+    """Time the four stages of a full compile on their own, over an empty desired state."""
+    ctx = engine.context(None)
+    runner = engine.runner
+    started = time.perf_counter()
+    instances = runner._load_exporting(ctx)
+    loaded = time.perf_counter()
+    result = refine(ctx.model, instances)
+    refined = time.perf_counter()
+    request = runner._export_request(result, full=True, roots=[], compile_id="benchmark-stages")
+    built = time.perf_counter()
+    info = engine.store.export(ctx.env_id, request)
+    stored = time.perf_counter()
+    if result.resource_count != expected or info.resource_count != expected:
+        raise BenchmarkError(
+            f"stages: expected {expected} resources, refined {result.resource_count}, "
+            f"stored {info.resource_count}"
+        )
+    return {
+        "load_s": loaded - started,
+        "refine_s": refined - loaded,
+        "refine": {key: float(value) for key, value in result.timings.items()},
+        "request_s": built - refined,
+        "export_s": stored - built,
+        "total_s": stored - started,
+        "instances": sum(len(dicts) for dicts in instances.values()),
+        "resources": result.resource_count,
+        "sets": len(result.sets),
+        "sets_replaced": len(info.sets_replaced),
+    }

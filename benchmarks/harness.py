@@ -1,0 +1,127 @@
+"""What every scenario does to the engine: start it, seed networks, change one, compile and drain.
+
+Why these shortcuts, and only these:
+
+* seeding goes through ``Engine.import_instances`` (validated attributes, straight into
+  ``up``, in bulk): creating 100,000 instances through the lifecycle would run 100,000
+  validation compiles and measure those instead;
+* a change writes the instance row's ``active_attributes`` directly, in one write transaction:
+  it stands in for the promote the lifecycle does, without the validation compile before it;
+* compiles are requested as a row (``Engine.request_compile``) and run by
+  ``engine.worker.drain()`` in this thread (``embedded_worker=False``), so the measured time is
+  the worker's own (claim, run, export, finish) with no polling delay in it.
+
+Everything is timed with ``time.perf_counter``; nothing here traces memory (tracemalloc would
+slow the allocation-heavy refine several times and distort every figure).
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsm.inventory.database import Database
+from lsm.inventory.tables import InstanceRow
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.engine import Engine
+
+REPO = Path(__file__).resolve().parent.parent
+#: the model every scenario runs: one resource set per network, one shared resource
+MODEL = REPO / "examples" / "networks"
+ENTITY = "network"
+STATE = "up"
+
+
+class BenchmarkError(RuntimeError):
+    """A run that can not be measured (a compile failed, a count is wrong): never a slow one."""
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident set size so far, in MB (a high-water mark: it never drops)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KB else
+
+
+def start_engine(db: Database) -> Engine:
+    """A started engine on ``db`` running the networks model, with no compile worker thread."""
+    config = ServerConfig(database_url=db.url, model=str(MODEL), embedded_worker=False)
+    engine = Engine(config, db=db)
+    engine.start()
+    return engine
+
+
+def network_attributes(size: int, hosts: int) -> list[dict[str, Any]]:
+    """``size`` attribute sets with unique names (the identity), each with ``hosts`` hosts."""
+    return [{"name": f"net-{i:07d}", "hosts": hosts} for i in range(size)]
+
+
+def seed_networks(engine: Engine, size: int, hosts: int) -> tuple[list[str], float]:
+    """Import ``size`` networks in state ``up`` in one bulk call; their ids and the seconds it took."""
+    attribute_sets = network_attributes(size, hosts)
+    started = time.perf_counter()
+    ids = engine.import_instances(None, ENTITY, STATE, attribute_sets)
+    return ids, time.perf_counter() - started
+
+
+def change_hosts(engine: Engine, instance_id: str, base_hosts: int) -> int:
+    """Change the active ``hosts`` of one network (one set changes); returns the new value.
+
+    Alternates between ``base_hosts + 1`` and ``base_hosts``, so the set always really changes
+    (an unchanged set would be skipped by its content hash) and the size stays about the same.
+    """
+    with engine.db.write() as session:
+        row = session.get(InstanceRow, instance_id)
+        if row is None or row.active_attributes is None:
+            raise BenchmarkError(f"network {instance_id} has no active attributes")
+        current = int(row.active_attributes["hosts"])
+        new = base_hosts + 1 if current <= base_hosts else base_hosts
+        row.active_attributes = {**row.active_attributes, "hosts": new}
+        session.add(row)
+    return new
+
+
+def compile_and_drain(engine: Engine, kind: str, instance_ids: list[str] | None = None) -> dict[str, Any]:
+    """Request one compile, run the queue dry in this thread, and summarize its report.
+
+    ``wall_s`` runs from the request to the end of the drain (claim, run, export, finish and the
+    periodic desired-state retention). The report's timings are the runner's own, in seconds,
+    plus two derived ones: ``request`` (building the export request from the refined resources,
+    which the runner's stages leave out) and ``overhead`` (the wall time outside the runner).
+    """
+    started = time.perf_counter()
+    requested = engine.request_compile(None, kind=kind, instance_ids=instance_ids)
+    engine.worker.drain()
+    wall = time.perf_counter() - started
+    done = engine.get_compile(None, requested.id)
+    if done.status != "success":
+        error = done.report.get("error", {})
+        raise BenchmarkError(f"{kind} compile {done.id} ended {done.status}: {error.get('message', error)}")
+    report = done.report
+    timings = {key: float(value) for key, value in report.get("timings", {}).items()}
+    total = timings.get("total", 0.0)
+    accounted = timings.get("select", 0.0) + timings.get("refine_total", 0.0) + timings.get("export", 0.0)
+    timings["request"] = max(total - accounted, 0.0)
+    timings["overhead"] = max(wall - total, 0.0)
+    return {
+        "wall_s": wall,
+        "compile_id": done.id,
+        "ran_as": report.get("ran_as"),
+        "desired_state_version": done.desired_state_version,
+        "instances": report.get("instances"),
+        "resources": report.get("resources"),
+        "sets": report.get("sets"),
+        "sets_replaced": report.get("sets_replaced"),
+        "sets_deleted": len(report.get("sets_deleted") or []),
+        "timings": timings,
+    }
+
+
+def expect_resources(run: dict[str, Any], expected: int, what: str) -> None:
+    """Refuse a run whose compile produced another number of resources than the model implies."""
+    if run.get("resources") != expected:
+        raise BenchmarkError(
+            f"{what}: expected {expected} resources, the compile produced {run.get('resources')}"
+        )

@@ -1,0 +1,112 @@
+"""The benchmark harness still runs and still measures the right thing, at a tiny size.
+
+Why: the harness drives the engine through its stage methods and its queue; when those move,
+the harness must break here, in the test suite, and not in the middle of a 100k-network run.
+These tests assert behaviour only (document shape, resource counts, sets written), never a
+time: performance is measured by ``python -m benchmarks``, never asserted (DESIGN.md, Style).
+Each runs on every configured backend (SQLite, and PostgreSQL with ``LSM_TEST_POSTGRES_URL``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.cli import main, parse_sizes
+from benchmarks.isolate import SizeJob, run_in_subprocess
+from benchmarks.stats import percentile
+
+NETWORKS = 20
+HOSTS = 5
+RESOURCES = NETWORKS * HOSTS + 1
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _database_url(backend: str) -> str | None:
+    return None if backend == "sqlite" else os.environ["LSM_TEST_POSTGRES_URL"]
+
+
+def _run(tmp_path: Path, backend: str, *argv: str) -> dict[str, Any]:
+    out = tmp_path / "result.json"
+    url = _database_url(backend)
+    options = ["--sizes", str(NETWORKS), "--hosts", str(HOSTS), "--in-process", "--json", str(out)]
+    options += ["--workdir", str(tmp_path / "db")] + (["--database-url", url] if url else [])
+    assert main([*argv, *options]) == 0
+    doc: dict[str, Any] = json.loads(out.read_text())
+    assert doc["backend"] == ("sqlite" if backend == "sqlite" else "postgresql")
+    assert doc["command"][-len(argv) - len(options) :] == [*argv, *options]
+    assert {"cpu_count", "python"} <= doc["machine"].keys()
+    assert doc["parameters"]["sizes"] == [NETWORKS]
+    assert isinstance(doc["checks"], list)
+    assert len(doc["results"]) == 1
+    result: dict[str, Any] = doc["results"][0]
+    assert result["size"] == NETWORKS
+    assert result["expected_resources"] == RESOURCES
+    assert result["peak_rss_mb"] > 0
+    return result
+
+
+def test_full_scenario_refines_every_network_and_the_second_compile_rewrites_one_set(
+    tmp_path: Path, backend: str
+) -> None:
+    result = _run(tmp_path, backend, "full")
+    stages = result["stages"]
+    assert stages["resources"] == RESOURCES
+    assert stages["instances"] == NETWORKS
+    assert stages["sets"] == stages["sets_replaced"] == NETWORKS
+    for key in ("load_s", "refine_s", "request_s", "export_s", "total_s"):
+        assert stages[key] >= 0
+    first, second = result["end_to_end"]["first"], result["end_to_end"]["second"]
+    assert first["ran_as"] == second["ran_as"] == "full"
+    assert first["resources"] == RESOURCES
+    assert first["sets_replaced"] == NETWORKS
+    assert second["resources"] == RESOURCES + 1  # the changed network got one more host
+    assert second["sets_replaced"] == 1
+    assert {"select", "refine_total", "export", "total", "request", "overhead"} <= first["timings"].keys()
+
+
+def test_partial_scenario_updates_one_network_per_sample(tmp_path: Path, backend: str) -> None:
+    result = _run(tmp_path, backend, "partial", "--repeat", "2")
+    assert result["base"]["resources"] == RESOURCES
+    assert len(result["samples"]) == 2
+    for sample in result["samples"]:
+        assert sample["ran_as"] == "partial"
+        assert sample["sets_replaced"] == 1
+        assert sample["resources"] == sample["hosts"] + 1  # its hosts plus the shared agent config
+    assert {"median", "p95"} <= result["summary"]["wall_s"].keys()
+    assert "export" in result["summary"]
+
+
+def test_a_size_runs_in_its_own_process_and_reports_its_result(tmp_path: Path) -> None:
+    result = run_in_subprocess(SizeJob("partial", 5, repeat=1, workdir=tmp_path))
+    assert "error" not in result, result.get("traceback")
+    assert result["samples"][0]["sets_replaced"] == 1
+
+
+def test_a_failed_size_is_an_error_entry_not_an_exception(tmp_path: Path) -> None:
+    result = run_in_subprocess(SizeJob("partial", 5, repeat=0, workdir=tmp_path))
+    assert "repeat must be at least 1" in result["error"]
+
+
+def test_help_names_both_scenarios() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert "full" in completed.stdout and "partial" in completed.stdout
+
+
+def test_sizes_accept_thousands_shorthand_and_refuse_nonsense() -> None:
+    assert parse_sizes("1000,5k,100_000") == [1000, 5000, 100_000]
+    with pytest.raises(Exception, match="positive"):
+        parse_sizes("0")
+
+
+def test_p95_is_a_sample_that_happened() -> None:
+    assert percentile([3.0, 1.0, 2.0], 95) == 3.0
+    assert percentile(list(map(float, range(1, 31))), 95) == 29.0
