@@ -110,68 +110,87 @@ def _resolve(
     services: dict[str, Service[Any]],
     problems: list[Problem],
 ) -> None:
-    """Replace reference ids by the target service objects, for the instances of ``binding``."""
-    relations = catalog.relations(binding.name)
+    """Replace reference ids by the target service objects, for the instances of ``binding``.
+
+    The JSON value (the id as stored) is looked up first; the validated ``UUID``'s canonical
+    spelling only when that misses, since ``str(UUID)`` is the slow part of a lookup.
+    """
+    relations = [
+        (attr, target, attr == binding.relation_to_owner)
+        for attr, (_i, target) in catalog.relations(binding.name).items()
+    ]
     for svc in members:
+        raw_attributes = svc.instance["attributes"]
         values = svc._values
-        for attr, (_info, target) in relations.items():
-            raw = values.get(attr)
-            if raw is None:
+        for attr, target, owner_relation in relations:
+            value = values.get(attr)
+            if value is None:
                 continue
-            owner_relation = attr == binding.relation_to_owner  # reported by the owner walk instead
-            if isinstance(raw, list | tuple | set | frozenset):
+            raw = raw_attributes.get(attr)
+            if isinstance(value, list):
+                raws = raw if isinstance(raw, list) and len(raw) == len(value) else [None] * len(value)
                 resolved = [
-                    _target(svc, attr, target, str(v), services, problems, owner_relation) for v in raw
+                    _target(svc, attr, target, r, v, services, problems, owner_relation)
+                    for r, v in zip(raws, value, strict=True)
                 ]
                 svc._resolved(attr, [t for t in resolved if t is not None])
             else:
-                svc._resolved(attr, _target(svc, attr, target, str(raw), services, problems, owner_relation))
+                svc._resolved(
+                    attr, _target(svc, attr, target, raw, value, services, problems, owner_relation)
+                )
 
 
 def _target(
     svc: Service[Any],
     attr: str,
     target: Binding,
-    target_id: str,
+    raw: Any,
+    value: Any,
     services: dict[str, Service[Any]],
     problems: list[Problem],
     quiet: bool,
 ) -> Service[Any] | None:
-    found = services.get(target_id)
-    name = svc.binding.name
+    found = services.get(raw) if isinstance(raw, str) else None
     if found is None:
-        if not quiet:
-            problems.append(
-                Problem(
-                    "reference_missing",
-                    f"{name} {svc.id}: attribute {attr!r} refers to {target.name} {target_id}, "
-                    "which is not in this compile",
-                    svc.id,
-                    name,
-                    details={"attribute": attr, "target": target_id},
-                )
-            )
-        return None
-    if found.binding is not target:
+        found = services.get(str(value))
+    if found is not None and found.binding is target:
+        return found
+    if quiet:
+        return None  # the owner relation: the owner walk reports it
+    name = svc.binding.name
+    target_id = str(value)
+    if found is None:
         problems.append(
             Problem(
-                "reference_wrong_entity",
-                f"{name} {svc.id}: attribute {attr!r} refers to {target_id}, "
-                f"a {found.binding.name}, not a {target.name}",
+                "reference_missing",
+                f"{name} {svc.id}: attribute {attr!r} refers to {target.name} {target_id}, "
+                "which is not in this compile",
                 svc.id,
                 name,
                 details={"attribute": attr, "target": target_id},
             )
         )
         return None
-    return found
+    problems.append(
+        Problem(
+            "reference_wrong_entity",
+            f"{name} {svc.id}: attribute {attr!r} refers to {target_id}, "
+            f"a {found.binding.name}, not a {target.name}",
+            svc.id,
+            name,
+            details={"attribute": attr, "target": target_id},
+        )
+    )
+    return None
 
 
 def owner_trees(services: Mapping[str, Service[Any]]) -> tuple[dict[str, str], list[Problem]]:
     """Instance id -> root instance id, walking ``relation_to_owner`` up.
 
-    An owner missing from the compile, an owner of the wrong entity and a cycle are problems;
-    every instance below a broken link is left out of the result (reported once, at the link).
+    The owner relation was resolved by ``unroll`` (to the owner's service object, or ``None``
+    when the owner is missing or of another entity). An owner missing from the compile, an
+    owner of the wrong entity and a cycle are problems; every instance below a broken link is
+    left out of the result (reported once, at the link).
     """
     root_of: dict[str, str] = {}
     broken: set[str] = set()
@@ -179,58 +198,76 @@ def owner_trees(services: Mapping[str, Service[Any]]) -> tuple[dict[str, str], l
     for iid, svc in services.items():
         if iid in root_of or iid in broken:
             continue
-        if svc.binding.owner is None:
+        binding = svc.binding
+        if binding.owner is None or binding.relation_to_owner is None:
             root_of[iid] = iid
             continue
-        path: list[str] = []
-        on_path: set[str] = set()
-        cur = svc
-        root: str | None = None
-        while True:
-            known = root_of.get(cur.id)
+        owner = svc._values.get(binding.relation_to_owner)
+        if owner is not None:  # the common case: the owner's root is known already
+            known = root_of.get(owner.id)
             if known is not None:
-                root = known
-                break
-            if cur.id in broken:
-                break
-            if cur.id in on_path:
-                cycle = [*path[path.index(cur.id) :], cur.id]
-                problems.append(
-                    Problem(
-                        "owner_cycle",
-                        "owner relations form a cycle: " + " -> ".join(cycle),
-                        cur.id,
-                        cur.binding.name,
-                        details={"cycle": cycle},
-                    )
-                )
-                break
-            path.append(cur.id)
-            on_path.add(cur.id)
-            binding = cur.binding
-            if binding.owner is None or binding.relation_to_owner is None:
-                root = cur.id
-                break
-            rel = binding.relation_to_owner
-            owner_id = str(cur.entity.__dict__[rel])
-            owner = services.get(owner_id)
-            if owner is None or owner.binding is not binding.owner:
-                what = "is not in this compile" if owner is None else f"is a {owner.binding.name}"
-                problems.append(
-                    Problem(
-                        "owner_missing",
-                        f"{binding.name} {cur.id}: its owner {binding.owner.name} {owner_id} "
-                        f"(attribute {rel!r}) {what}",
-                        cur.id,
-                        binding.name,
-                        details={"attribute": rel, "owner": owner_id},
-                    )
-                )
-                break
-            cur = owner
-        if root is None:
-            broken.update(path)
-        else:
-            for member in path:
-                root_of[member] = root
+                root_of[iid] = known
+                continue
+        _walk(svc, services, root_of, broken, problems)
     return root_of, problems
+
+
+def _walk(
+    svc: Service[Any],
+    services: Mapping[str, Service[Any]],
+    root_of: dict[str, str],
+    broken: set[str],
+    problems: list[Problem],
+) -> None:
+    path: list[str] = []
+    on_path: set[str] = set()
+    cur = svc
+    root: str | None = None
+    while True:
+        known = root_of.get(cur.id)
+        if known is not None:
+            root = known
+            break
+        if cur.id in broken:
+            break
+        if cur.id in on_path:
+            cycle = [*path[path.index(cur.id) :], cur.id]
+            problems.append(
+                Problem(
+                    "owner_cycle",
+                    "owner relations form a cycle: " + " -> ".join(cycle),
+                    cur.id,
+                    cur.binding.name,
+                    details={"cycle": cycle},
+                )
+            )
+            break
+        path.append(cur.id)
+        on_path.add(cur.id)
+        binding = cur.binding
+        if binding.owner is None or binding.relation_to_owner is None:
+            root = cur.id
+            break
+        rel = binding.relation_to_owner
+        owner: Service[Any] | None = cur._values.get(rel)
+        if owner is None:
+            owner_id = str(cur.entity.__dict__[rel])
+            other = services.get(owner_id)
+            what = "is not in this compile" if other is None else f"is a {other.binding.name}"
+            problems.append(
+                Problem(
+                    "owner_missing",
+                    f"{binding.name} {cur.id}: its owner {binding.owner.name} {owner_id} "
+                    f"(attribute {rel!r}) {what}",
+                    cur.id,
+                    binding.name,
+                    details={"attribute": rel, "owner": owner_id},
+                )
+            )
+            break
+        cur = owner
+    if root is None:
+        broken.update(path)
+    else:
+        for member in path:
+            root_of[member] = root

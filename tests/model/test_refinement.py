@@ -165,6 +165,15 @@ def test_an_owner_missing_from_the_compile_names_both_ids() -> None:
     assert uid(111) in err.value.message and uid(11) in err.value.message
 
 
+def test_an_owner_of_another_entity_is_reported_once() -> None:
+    topo = topology()
+    topo["rack"][0]["attributes"]["site"] = uid(50)  # a switch
+    with pytest.raises(ModelError) as err:
+        refine(make(), topo)
+    (problem,) = err.value.details["errors"]
+    assert problem["message"] == f"rack {uid(11)}: its owner site {uid(50)} (attribute 'site') is a switch"
+
+
 def test_a_cycle_in_owner_relations_is_a_model_error() -> None:
     nodes = [inst(1, {"name": "a", "parent": uid(2)}), inst(2, {"name": "b", "parent": uid(3)})]
     nodes.append(inst(3, {"name": "c", "parent": uid(1)}))
