@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
-from lsm.errors import UnknownEnvironment, UnknownVersion
+from lsm.errors import ExportRuleViolation, UnknownEnvironment, UnknownVersion
 from lsm.inventory.database import Database
 from tests.desired_state import new_env, rec, rid_of
 
@@ -230,3 +230,19 @@ def test_export_joins_the_callers_transaction(db: Database, store: DesiredStateS
         store.export(env, partial({"b": [rec("b")]}), session=session)
         raise RuntimeError("the caller fails after the export: its transaction rolls back")
     assert store.latest_version(env) == 1
+
+
+def test_a_rejected_first_export_inside_a_committed_caller_transaction_leaves_no_version(
+    db: Database, store: DesiredStateStore, env: str
+) -> None:
+    # the caller catches the rejection and commits its own work: the head row the export
+    # created (at 0) must read as "no version yet"
+    with db.write() as session:
+        with pytest.raises(ExportRuleViolation):
+            store.export(env, full({"a": [rec("x")], "b": [rec("x")]}), session=session)
+    assert store.latest_version(env) is None
+    with pytest.raises(ExportRuleViolation) as info:
+        store.export(env, partial({"a": [rec("x")]}))
+    assert info.value.details["rule"] == 7
+    assert store.export(env, full({"a": [rec("x")]})).number == 1
+    assert store.get_version(env, 1).base is None

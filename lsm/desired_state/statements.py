@@ -1,0 +1,282 @@
+"""Every SQL statement of the desired-state store, and which index each one rides on.
+
+Why a module of its own: the store's cost claims (a partial export costs what it carries, a
+read of one environment never visits another) are claims about these statements, so they are
+kept together where their indexes (``lsm.inventory.desired_state_tables``) can be checked
+against them. The store (``lsm.desired_state.store``) composes them into transactions.
+
+Must not: decide anything about the rules (``merge`` does) or open transactions (the store does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    Table,
+    and_,
+    insert,
+    literal_column,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from lsm.desired_state.merge import SHARED, ExportPlan, StoredResource, StoredRevision
+from lsm.desired_state.records import ExportKind, VersionInfo
+from lsm.errors import LsmError, UnknownEnvironment
+from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision
+from lsm.inventory.tables import EnvironmentRow
+
+#: From this many rows on, PostgreSQL receives an insert through COPY.
+COPY_THRESHOLD = 1000
+
+#: Longest ``IN (...)`` list sent at once: far below SQLite's and PostgreSQL's parameter limits.
+CHUNK = 500
+
+T = TypeVar("T")
+
+
+def chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
+    """``values`` in slices of ``CHUNK``, for ``IN (...)`` lists of any length."""
+    for start in range(0, len(values), CHUNK):
+        yield values[start : start + CHUNK]
+
+
+def bulk_insert(
+    conn: Connection, table: Table, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """Insert many rows in one round: the bulk path of every export.
+
+    The values are plain str/int (JSON is already text), so no SQLAlchemy type processing is
+    needed and the rows go to the driver as tuples: ``executemany`` of the statement Core
+    compiles for ``insert(table)`` on SQLite (about half the cost of Core's per-dict
+    parameter processing), ``COPY`` on PostgreSQL from ``COPY_THRESHOLD`` rows on (several
+    times faster than multi-row INSERT), Core executemany below it.
+    """
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        if len(rows) < COPY_THRESHOLD:
+            conn.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
+            return
+        quote = conn.dialect.identifier_preparer.quote
+        target = f"{conn.dialect.identifier_preparer.format_table(table)} ({', '.join(map(quote, columns))})"
+        dbapi_connection: Any = conn.connection.dbapi_connection
+        with dbapi_connection.cursor() as cursor, cursor.copy(f"COPY {target} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    statement = insert(table).compile(dialect=conn.dialect, column_keys=list(columns))
+    if statement.positiontup != list(columns):  # a programming error, caught by every test
+        raise ValueError(f"columns must be given in table order: {statement.positiontup}")
+    conn.exec_driver_sql(str(statement), rows)
+
+
+def read_guard(table: Table) -> ColumnElement[bool]:
+    """``READ_GUARD_SQL``: always true, and what lets a query use a ``*_read`` index.
+
+    Only queries that read a whole environment state it (version reads, a full export reading
+    every current revision); the keyed export queries do not, so their plans can not drift to
+    an index that leads with ``env_id`` (see ``desired_state_tables``).
+    """
+    return table.c.first_version > literal_column("0")
+
+
+def valid_at(table: Table, number: int) -> ColumnElement[bool]:
+    """Rows that version ``number`` sees: ``first_version <= n < superseded_in``.
+
+    Always the full predicate, also for the latest version: on PostgreSQL a read transaction
+    is READ COMMITTED, and an export committing between two statements closes rows that the
+    version being read still sees (their ``superseded_in`` becomes n + 1), which
+    ``superseded_in IS NULL`` would miss.
+    """
+    return and_(
+        table.c.first_version <= number,
+        or_(table.c.superseded_in.is_(None), table.c.superseded_in > number),
+    )
+
+
+def rows_at(env_id: str, number: int, set_name: str | None, *columns: Any) -> Select[Any]:
+    """The query for ``(set name, *columns)`` of the resources version ``number`` holds.
+
+    One set goes through the set index, a whole version through ``ix_ds_resource_read`` (the
+    environment's rows only; see ``desired_state_tables`` for why that index is guarded).
+    """
+    r = ds_resource.c
+    query = select(r.set_name, *columns).where(r.env_id == env_id, valid_at(ds_resource, number))
+    return query.where(read_guard(ds_resource)) if set_name is None else query.where(r.set_name == set_name)
+
+
+def lock_head(session: Session, env_id: str, *, create: bool) -> int | None:
+    """Lock the environment's head row and return its latest version (None: no version yet).
+
+    Only a full export creates the row; ``INSERT .. ON CONFLICT DO NOTHING`` then the locking
+    read makes two first exports racing on PostgreSQL queue up instead of failing.
+    """
+    conn = session.connection()
+    query = select(ds_head.c.latest).where(ds_head.c.env_id == env_id).with_for_update()
+    latest = conn.execute(query).scalar_one_or_none()
+    if latest is None and create:
+        if session.get(EnvironmentRow, env_id) is None:
+            raise UnknownEnvironment(f"unknown environment {env_id}", env_id=env_id)
+        dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+        conn.execute(
+            dialect_insert(ds_head)
+            .values(env_id=env_id, latest=0)
+            .on_conflict_do_nothing(index_elements=["env_id"])
+        )
+        latest = conn.execute(query).scalar_one()
+    # 0 is a head created by a first export that its caller's transaction rejected
+    return latest or None
+
+
+def current_revisions(
+    conn: Connection, env_id: str, names: Iterable[str] | None
+) -> dict[str, StoredRevision]:
+    """Current revisions of ``names`` (every current revision when ``names`` is None)."""
+    columns = select(
+        ds_set_revision.c.name,
+        ds_set_revision.c.first_version,
+        ds_set_revision.c.content_hash,
+        ds_set_revision.c.resource_count,
+    ).where(ds_set_revision.c.env_id == env_id, ds_set_revision.c.superseded_in.is_(None))
+    queries = (
+        [columns.where(read_guard(ds_set_revision))]  # a full export reads them all
+        if names is None
+        else [columns.where(ds_set_revision.c.name.in_(chunk)) for chunk in chunks(sorted(names))]
+    )
+    return {
+        row.name: StoredRevision(row.name, row.first_version, row.content_hash, row.resource_count)
+        for query in queries
+        for row in conn.execute(query)
+    }
+
+
+def current_rows(conn: Connection, env_id: str, ids: Iterable[str]) -> dict[str, StoredResource]:
+    """The current row of each of ``ids`` that has one (index ``ix_ds_resource_id``)."""
+    found: dict[str, StoredResource] = {}
+    for chunk in chunks(sorted(ids)):
+        query = select(
+            ds_resource.c.resource_id,
+            ds_resource.c.set_name,
+            ds_resource.c.attributes,
+            ds_resource.c.requires,
+        ).where(
+            ds_resource.c.env_id == env_id,
+            ds_resource.c.resource_id.in_(chunk),
+            ds_resource.c.superseded_in.is_(None),
+        )
+        for row in conn.execute(query):
+            found[row.resource_id] = StoredResource(
+                row.resource_id, row.set_name, row.attributes, row.requires
+            )
+    return found
+
+
+def current_shared(conn: Connection, env_id: str) -> list[StoredResource]:
+    """Every current shared row (a full export replaces the shared set wholly)."""
+    query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
+        ds_resource.c.env_id == env_id,
+        ds_resource.c.set_name == SHARED,
+        ds_resource.c.superseded_in.is_(None),
+    )
+    return [
+        StoredResource(row.resource_id, SHARED, row.attributes, row.requires) for row in conn.execute(query)
+    ]
+
+
+def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> None:
+    """Close what the plan replaces, then insert its new rows.
+
+    Closing first means that a resource moving between two replaced sets never has two
+    current rows, not even inside the transaction. The closed row count is checked against
+    the stored revision counts: a mismatch means a corrupt base, and nothing is built on it.
+    """
+    closed = 0
+    for chunk in chunks(plan.close_sets):
+        conn.execute(
+            update(ds_set_revision)
+            .where(
+                ds_set_revision.c.env_id == env_id,
+                ds_set_revision.c.name.in_(chunk),
+                ds_set_revision.c.superseded_in.is_(None),
+            )
+            .values(superseded_in=number)
+        )
+        closed += conn.execute(
+            update(ds_resource)
+            .where(
+                ds_resource.c.env_id == env_id,
+                ds_resource.c.set_name.in_(chunk),
+                ds_resource.c.superseded_in.is_(None),
+            )
+            .values(superseded_in=number)
+        ).rowcount
+    for chunk in chunks(plan.close_shared):
+        closed += conn.execute(
+            update(ds_resource)
+            .where(
+                ds_resource.c.env_id == env_id,
+                ds_resource.c.resource_id.in_(chunk),
+                ds_resource.c.set_name == SHARED,
+                ds_resource.c.superseded_in.is_(None),
+            )
+            .values(superseded_in=number)
+        ).rowcount
+    if closed != plan.removed_count:
+        # the revision counts and the rows disagree: refuse to build on a corrupt base
+        raise LsmError(
+            f"desired state of environment {env_id} is inconsistent: closed {closed} resources, "
+            f"expected {plan.removed_count}",
+            env_id=env_id,
+        )
+
+    bulk_insert(
+        conn,
+        ds_set_revision,
+        ("name", "env_id", "first_version", "content_hash", "resource_count"),
+        [
+            (name, env_id, number, content_hash, len(resources))
+            for name, (content_hash, resources) in plan.new_sets.items()
+        ],
+    )
+    rows = [
+        (env_id, res.record.id, name, number, res.attributes_json, res.requires_json)
+        for name, (_, resources) in plan.new_sets.items()
+        for res in resources
+    ]
+    rows.extend(
+        (env_id, res.record.id, SHARED, number, res.attributes_json, res.requires_json)
+        for res in plan.new_shared
+    )
+    bulk_insert(
+        conn,
+        ds_resource,
+        ("env_id", "resource_id", "set_name", "first_version", "attributes", "requires"),
+        rows,
+    )
+
+
+def version_info(row: Any) -> VersionInfo:
+    """A ``ds_version`` row (a mapping) as the public header."""
+    created_at: datetime = row["created_at"]
+    if created_at.tzinfo is None:  # SQLite keeps no offset; we always store UTC
+        created_at = created_at.replace(tzinfo=UTC)
+    return VersionInfo(
+        number=row["number"],
+        kind=cast(ExportKind, row["kind"]),
+        base=row["base"],
+        compile_id=row["compile_id"],
+        created_at=created_at,
+        sets_replaced=list(row["sets_replaced"]),
+        sets_deleted=list(row["sets_deleted"]),
+        resource_count=row["resource_count"],
+    )
