@@ -86,6 +86,7 @@ class Quickstart:
         if tracked:
             self.follow(tracked)
             self.console.print(self.table(tracked))
+            self.desired_state()
         if self.failures:
             self.console.print(f"[red]quickstart failed:[/] {len(self.failures)} problem(s)")
             for failure in self.failures:
@@ -134,9 +135,13 @@ class Quickstart:
         self.console.rule("following the lifecycles")
         start = last_change = time.monotonic()
         while True:
+            steps: list[tuple[dict[str, Any], Tracked]] = []
             changed = False
             for item in tracked:
-                changed |= self.refresh(item)
+                changed |= self.refresh(item, steps)
+            # one timeline across instances: the order in which the engine wrote the steps
+            for event, item in sorted(steps, key=lambda step: (step[0]["created_at"], step[0]["id"])):
+                self.print_step(item, event)
             now = time.monotonic()
             if changed:
                 last_change = now
@@ -153,27 +158,36 @@ class Quickstart:
                 return
             time.sleep(self.poll)
 
-    def refresh(self, item: Tracked) -> bool:
-        instance = self.call(f"read {item.name}", lambda: self.client.get_instance(item.entity, item.id))
-        events = self.call(
-            f"read the log of {item.name}", lambda: self.client.instance_log(item.entity, item.id)
-        )
-        changed = False
-        for event in events or []:
-            if event["id"] in item.seen_events:
-                continue
-            item.seen_events.add(event["id"])
-            changed = True
-            mark = "[red]✗[/]" if event.get("is_error") else "→"
-            message = f" [dim]{escape(event['message'])}[/]" if event.get("message") else ""
-            step = f"{self.state(event.get('source') or '·')} {mark} {self.state(event['target'])}"
-            how = f"[dim]({escape(event['trigger'])}, v{event['version']})[/]"
-            self.console.print(f"{escape(item.name):<18} {step} {how}{message}")
+    def refresh(self, item: Tracked, steps: list[tuple[dict[str, Any], Tracked]]) -> bool:
+        """Read ``item`` and its log; add its new events to ``steps``; whether anything changed."""
+        instance = self.call(f"read {item.name}", self.client.get_instance, item.entity, item.id)
+        events = self.call(f"read the log of {item.name}", self.client.instance_log, item.entity, item.id)
+        new = [event for event in events or [] if event["id"] not in item.seen_events]
+        item.seen_events.update(event["id"] for event in new)
+        steps.extend((event, item) for event in new)
+        changed = bool(new)
         if instance is not None and (instance["state"], instance["version"]) != (item.state, item.version):
             item.state, item.version = instance["state"], instance["version"]
             item.desired_state_version = instance["desired_state_version"]
             changed = True
         return changed
+
+    def print_step(self, item: Tracked, event: dict[str, Any]) -> None:
+        mark = "[red]✗[/]" if event.get("is_error") else "→"
+        message = f" [dim]{escape(event['message'])}[/]" if event.get("message") else ""
+        step = f"{self.state(event.get('source') or '·')} {mark} {self.state(event['target'])}"
+        how = f"[dim]({escape(event['trigger'])}, v{event['version']})[/]"
+        self.console.print(f"{escape(item.name):<18} {step} {how}{message}")
+
+    def desired_state(self) -> None:
+        """One line on the newest desired-state version, what the compiles produced."""
+        versions = self.call("read the desired-state versions", self.client.desired_states, limit=1)
+        if versions:
+            latest = versions[0]
+            self.console.print(
+                f"desired state: version {latest.get('version')}, {latest.get('kind')} export, "
+                f"{latest.get('resource_count')} resources"
+            )
 
     def state(self, name: str) -> str:
         style = _STYLES.get(self.labels.get(name, "info"), "cyan")

@@ -277,4 +277,6 @@ def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "router 10.0.0.1" in result.stdout
     assert "port eth0" in result.stdout and "port eth1" in result.stdout
+    assert "start → acknowledged" in result.stdout  # the validation compile ran
+    assert "desired state: version" in result.stdout
     assert "quickstart finished" in result.stdout
