@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lsm.cli import app
+from lsm.testing import running_engine, served_url
 from tests.api.fixtures import LIFECYCLES, MODEL, engine, url
 
 __all__ = ["engine", "url"]
@@ -191,6 +192,31 @@ def test_an_unreachable_server_is_an_error_not_a_traceback() -> None:
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: cannot reach the lsm server at http://127.0.0.1:")
+
+
+def test_compile_wait_and_desired_state_with_the_worker(tmp_path: Path) -> None:
+    example = REPO / "examples" / "router_port"
+    runner = CliRunner()
+    with running_engine(example, f"sqlite:///{tmp_path / 'lsm.db'}") as engine, served_url(engine) as base:
+
+        def run(*args: str) -> Result:
+            return runner.invoke(app, [*args, "--url", base], env={"COLUMNS": "200"})
+
+        run("instance", "create", "router", "--attr", "mgmt_ip=10.0.0.1", "--attr", "name=edge")
+        deadline = time.monotonic() + 30
+        while as_json(run("instance", "show", "router", "mgmt_ip=10.0.0.1", "--json"))["state"] != "creating":
+            assert time.monotonic() < deadline, "the router did not reach creating"
+            time.sleep(0.05)
+        report = as_json(run("compile", "--full", "--wait", "--json"))
+        version = str(report["desired_state_version"])
+        listed = run("desired-state")
+        shown = run("desired-state", version)
+        resources = as_json(run("desired-state", version, "--resources", "--json"))
+
+    assert report["status"] == "success"
+    assert listed.exit_code == 0 and "full" in listed.stdout
+    assert shown.exit_code == 0 and "sets" in shown.stdout
+    assert any(r["id"].startswith("net::AgentConfig[") for r in resources)
 
 
 def _free_port() -> int:
