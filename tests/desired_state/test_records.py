@@ -7,6 +7,8 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lsm.desired_state import ExportRequest, ResourceRecord, resource_set_hash
 from lsm.desired_state.records import canonical_json, decode_record, encode_record
@@ -70,3 +72,27 @@ def test_values_json_can_not_carry_are_invalid_input_naming_the_resource(
 def test_export_kind_is_checked() -> None:
     with pytest.raises(InvalidInput):
         ExportRequest("sometimes")  # type: ignore[arg-type]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES)
+def test_canonical_json_is_json_dumps_with_sorted_keys(value: object) -> None:
+    # the store's encoder may take a faster path than json.dumps; it must never differ
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    assert canonical_json(value) == expected
+    assert canonical_json({"v": value}) == json.dumps({"v": value}, sort_keys=True, separators=(",", ":"))
+
+
+def test_a_cyclic_value_is_invalid_input() -> None:
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(InvalidInput):
+        encode_record(ResourceRecord("A[x,k=1]", cyclic))
