@@ -93,6 +93,15 @@ def _common(parser: argparse.ArgumentParser, sizes: str) -> None:
     parser.add_argument(
         "--in-process", action="store_true", help="no subprocess per size (peak RSS is then cumulative)"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        nargs="?",
+        const=report.RESULTS / "profiles",
+        default=None,
+        help="cProfile the measured compiles into this directory (default benchmarks/results/profiles); "
+        "inflates their times: profile and measure in separate runs",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     repeat = getattr(args, "repeat", 1)
     results: list[dict[str, Any]] = []
     for size in args.sizes:
-        job = SizeJob(args.scenario, size, args.hosts, repeat, args.database_url, args.workdir, args.seed)
+        job = SizeJob(
+            args.scenario, size, args.hosts, repeat, args.database_url, args.workdir, args.seed, args.profile
+        )
         progress.log(f"{args.scenario} {size:,} networks on {backend} ...")
         result = run_in_process(job) if args.in_process else run_in_subprocess(job)
         results.append(result)
@@ -120,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": repeat if args.scenario == "partial" else None,
         "seed": args.seed,
         "in_process": args.in_process,
+        "profile": None if args.profile is None else str(args.profile),
         "database_url": args.database_url,
     }
     doc = report.document(args.scenario, backend, argv, parameters, results, args.database_url, started_at)

@@ -30,18 +30,32 @@ from benchmarks.harness import (
     change_hosts,
     compile_and_drain,
     expect_resources,
+    new_profiler,
     peak_rss_mb,
+    profile_path,
     seed_networks,
     start_engine,
 )
 from lsm.model import refine
 from lsm.runtime.engine import Engine
 
+RUNS = ("first", "second")
+
 
 def run_full_size(
-    size: int, *, hosts: int, database_url: str | None, workdir: Path | None, rng_seed: int = 0
+    size: int,
+    *,
+    hosts: int,
+    database_url: str | None,
+    workdir: Path | None,
+    rng_seed: int = 0,
+    profile_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Measure one size; every time in seconds, memory in MB (see the module docstring)."""
+    """Measure one size; every time in seconds, memory in MB (see the module docstring).
+
+    ``profile_dir``: profile both end-to-end compiles with cProfile into
+    ``<dir>/full-<backend>-<size>-{first,second}.prof`` (their times are then inflated).
+    """
     expected = size * hosts + 1
     rng = random.Random(rng_seed)
     out: dict[str, Any] = {
@@ -55,13 +69,19 @@ def run_full_size(
         try:
             ids, out["seed_s"] = seed_networks(engine, size, hosts)
             out["rss_after_seed_mb"] = peak_rss_mb()
-            first = compile_and_drain(engine, "full")
+            paths = {run: profile_path(profile_dir, "full", out["backend"], size, run) for run in RUNS}
+            profilers = {run: new_profiler(path) for run, path in paths.items()}
+            first = compile_and_drain(engine, "full", profiler=profilers["first"])
             expect_resources(first, expected, "first full compile")
             changed = rng.choice(ids)
             new_hosts = change_hosts(engine, changed, hosts)
-            second = compile_and_drain(engine, "full")
+            second = compile_and_drain(engine, "full", profiler=profilers["second"])
             expect_resources(second, expected + new_hosts - hosts, "second full compile")
             out["end_to_end"] = {"first": first, "second": {**second, "changed": changed}}
+            for run, profiler in profilers.items():
+                if profiler is not None:
+                    profiler.dump_stats(str(paths[run]))
+                    out["end_to_end"][run]["profile"] = str(paths[run])
         finally:
             engine.stop()
     out["peak_rss_e2e_mb"] = peak_rss_mb()

@@ -17,6 +17,7 @@ slow the allocation-heavy refine several times and distort every figure).
 
 from __future__ import annotations
 
+import cProfile
 import resource
 import sys
 import time
@@ -83,18 +84,34 @@ def change_hosts(engine: Engine, instance_id: str, base_hosts: int) -> int:
     return new
 
 
-def compile_and_drain(engine: Engine, kind: str, instance_ids: list[str] | None = None) -> dict[str, Any]:
+def compile_and_drain(
+    engine: Engine,
+    kind: str,
+    instance_ids: list[str] | None = None,
+    *,
+    profiler: cProfile.Profile | None = None,
+) -> dict[str, Any]:
     """Request one compile, run the queue dry in this thread, and summarize its report.
 
     ``wall_s`` runs from the request to the end of the drain (claim, run, export, finish and the
     periodic desired-state retention). The report's timings are the runner's own, in seconds,
     plus two derived ones: ``request`` (building the export request from the refined resources,
     which the runner's stages leave out) and ``overhead`` (the wall time outside the runner).
+    ``cpu_s`` is this process's CPU time over the same span: on a busy machine it moves far less
+    than the wall time (on SQLite it includes the database's work; on PostgreSQL it does not).
+    ``profiler`` (cProfile) is enabled over exactly that span; its times are then inflated.
     """
-    started = time.perf_counter()
-    requested = engine.request_compile(None, kind=kind, instance_ids=instance_ids)
-    engine.worker.drain()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    try:
+        requested = engine.request_compile(None, kind=kind, instance_ids=instance_ids)
+        engine.worker.drain()
+    finally:
+        if profiler is not None:
+            profiler.disable()
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     done = engine.get_compile(None, requested.id)
     if done.status != "success":
         error = done.report.get("error", {})
@@ -107,6 +124,7 @@ def compile_and_drain(engine: Engine, kind: str, instance_ids: list[str] | None 
     timings["overhead"] = max(wall - total, 0.0)
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "compile_id": done.id,
         "ran_as": report.get("ran_as"),
         "desired_state_version": done.desired_state_version,
@@ -116,7 +134,20 @@ def compile_and_drain(engine: Engine, kind: str, instance_ids: list[str] | None 
         "sets_replaced": report.get("sets_replaced"),
         "sets_deleted": len(report.get("sets_deleted") or []),
         "timings": timings,
+        "profiled": profiler is not None,
     }
+
+
+def profile_path(directory: Path | None, *parts: object) -> Path | None:
+    """``<directory>/<part>-<part>....prof`` (the directory created), or None without a directory."""
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / ("-".join(str(p) for p in parts) + ".prof")
+
+
+def new_profiler(path: Path | None) -> cProfile.Profile | None:
+    return None if path is None else cProfile.Profile()
 
 
 def expect_resources(run: dict[str, Any], expected: int, what: str) -> None:

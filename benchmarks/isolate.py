@@ -42,6 +42,7 @@ class SizeJob:
     database_url: str | None = None
     workdir: Path | None = None
     rng_seed: int = 0
+    profile_dir: Path | None = None
 
     def to_argv(self) -> list[str]:
         argv = [self.scenario, "--size", str(self.size), "--hosts", str(self.hosts)]
@@ -50,6 +51,8 @@ class SizeJob:
             argv += ["--database-url", self.database_url]
         if self.workdir is not None:
             argv += ["--workdir", str(self.workdir)]
+        if self.profile_dir is not None:
+            argv += ["--profile", str(self.profile_dir)]
         return argv
 
 
@@ -71,6 +74,7 @@ def run_in_process(job: SizeJob) -> dict[str, Any]:
             database_url=job.database_url,
             workdir=job.workdir,
             rng_seed=job.rng_seed,
+            profile_dir=job.profile_dir,
         )
     raise ValueError(f"unknown scenario {job.scenario!r}; known: {', '.join(SCENARIOS)}")
 
@@ -97,10 +101,18 @@ def _parse(argv: list[str] | None) -> tuple[SizeJob, Path]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     job = SizeJob(
-        args.scenario, args.size, args.hosts, args.repeat, args.database_url, args.workdir, args.seed
+        args.scenario,
+        args.size,
+        args.hosts,
+        args.repeat,
+        args.database_url,
+        args.workdir,
+        args.seed,
+        args.profile,
     )
     return job, args.out
 

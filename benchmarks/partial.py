@@ -11,6 +11,7 @@ medians across sizes is the flatness check (``benchmarks.report``).
 
 from __future__ import annotations
 
+import cProfile
 import random
 import time
 from pathlib import Path
@@ -22,7 +23,9 @@ from benchmarks.harness import (
     change_hosts,
     compile_and_drain,
     expect_resources,
+    new_profiler,
     peak_rss_mb,
+    profile_path,
     seed_networks,
     start_engine,
 )
@@ -38,8 +41,13 @@ def run_partial_size(
     database_url: str | None,
     workdir: Path | None,
     rng_seed: int = 0,
+    profile_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Measure one size; every time in seconds, memory in MB (see the module docstring)."""
+    """Measure one size; every time in seconds, memory in MB (see the module docstring).
+
+    ``profile_dir``: profile every sample's compile (not the base, not the updates) with one
+    cProfile into ``<dir>/partial-<backend>-<size>.prof`` (the times are then inflated).
+    """
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     rng = random.Random(rng_seed)
@@ -58,7 +66,12 @@ def run_partial_size(
             base = compile_and_drain(engine, "full")
             expect_resources(base, expected, "base full compile")
             out["base"] = base
-            samples = [_one_update(engine, rng.choice(ids), hosts) for _ in range(repeat)]
+            path = profile_path(profile_dir, "partial", out["backend"], size)
+            profiler = new_profiler(path)
+            samples = [_one_update(engine, rng.choice(ids), hosts, profiler) for _ in range(repeat)]
+            if profiler is not None:
+                profiler.dump_stats(str(path))
+                out["profile"] = str(path)
         finally:
             engine.stop()
     out["samples"] = samples
@@ -67,12 +80,14 @@ def run_partial_size(
     return out
 
 
-def _one_update(engine: Engine, instance_id: str, hosts: int) -> dict[str, Any]:
+def _one_update(
+    engine: Engine, instance_id: str, hosts: int, profiler: cProfile.Profile | None
+) -> dict[str, Any]:
     """Change one network, then partial-compile it; the sample checks it rewrote exactly one set."""
     started = time.perf_counter()
     new_hosts = change_hosts(engine, instance_id, hosts)
     updated = time.perf_counter() - started
-    run = compile_and_drain(engine, "partial", [instance_id])
+    run = compile_and_drain(engine, "partial", [instance_id], profiler=profiler)
     expect_resources(run, new_hosts + 1, f"partial compile of {instance_id}")
     if run["ran_as"] != "partial" or run["sets_replaced"] != 1:
         raise BenchmarkError(
@@ -86,6 +101,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Median/p95/min/max/mean of the wall time, the update and each report stage, in seconds."""
     out = {
         "wall_s": summarize(s["wall_s"] for s in samples),
+        "cpu_s": summarize(s["cpu_s"] for s in samples),
         "update_s": summarize(s["update_s"] for s in samples),
     }
     keys = dict.fromkeys(key for s in samples for key in s["timings"])

@@ -48,6 +48,8 @@ def machine_info(database_url: str | None) -> dict[str, Any]:
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "cpu_model": _cpu_model(),
         "memory_total_mb": _memory_total_mb(),
+        # other work on the machine skews every figure: the 1/5/15-minute load when the run ended
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "python": sys.version.split()[0],
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pstats
 import subprocess
 import sys
 from pathlib import Path
@@ -83,10 +84,14 @@ def test_partial_scenario_updates_one_network_per_sample(tmp_path: Path, backend
     assert "export" in result["summary"]
 
 
-def test_a_size_runs_in_its_own_process_and_reports_its_result(tmp_path: Path) -> None:
-    result = run_in_subprocess(SizeJob("partial", 5, repeat=1, workdir=tmp_path))
+def test_a_size_runs_in_its_own_process_and_can_be_profiled(tmp_path: Path) -> None:
+    job = SizeJob("partial", 5, repeat=1, workdir=tmp_path, profile_dir=tmp_path / "profiles")
+    result = run_in_subprocess(job)
     assert "error" not in result, result.get("traceback")
     assert result["samples"][0]["sets_replaced"] == 1
+    assert result["samples"][0]["profiled"] is True
+    stats = pstats.Stats(result["profile"])
+    assert any(name == "run_batch" for (_file, _line, name) in stats.stats)  # type: ignore[attr-defined]
 
 
 def test_a_failed_size_is_an_error_entry_not_an_exception(tmp_path: Path) -> None:
