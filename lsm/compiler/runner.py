@@ -116,10 +116,16 @@ class CompileRunner:
             self.store.collect_garbage(ctx.env_id, keep=ctx.settings.desired_state_retention)
         return info.number
 
+    def compute_full(self, ctx: EnvironmentContext) -> ExportRequest:
+        """The desired state a full compile would export now, without exporting it (dry run)."""
+        result = refine(ctx.model, self._load_exporting(ctx))
+        return self._export_request(result, full=True, roots=(), compile_id="")
+
     def _export_request(
         self, result: RefineResult, *, full: bool, roots: Iterable[str], compile_id: str
     ) -> ExportRequest:
-        sets = {name: [_record(r) for r in resources] for name, resources in result.sets.items()}
+        # a tree that produces nothing has no set: a full export leaves it out, a partial one deletes it
+        sets = {name: [_record(r) for r in resources] for name, resources in result.sets.items() if resources}
         shared = [_record(r) for r in result.shared]
         if full:
             return ExportRequest(kind="full", sets=sets, shared=shared, compile_id=compile_id)

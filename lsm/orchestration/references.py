@@ -28,6 +28,12 @@ def _ids(value: Any) -> Iterable[str]:
     return (str(value),)
 
 
+def _being_deleted(ctx: EnvironmentContext, row: InstanceRow) -> bool:
+    """An instance whose resources are being purged can not gain new dependents."""
+    binding = ctx.catalog.get(row.entity)
+    return ctx.lifecycle(binding).state(row.state).purge_resources
+
+
 def references_of(binding: Binding, row: InstanceRow) -> set[tuple[str, str]]:
     """``{(attribute, target_id)}`` over the candidate, active and rollback sets."""
     refs: set[tuple[str, str]] = set()
@@ -64,6 +70,13 @@ def check_references(
         for name, target_entity in uses:
             if row is None or row.deleted:
                 errors.append({"path": name, "reason": f"no live {target_entity} instance {target_id}"})
+            elif _being_deleted(ctx, row):
+                errors.append(
+                    {
+                        "path": name,
+                        "reason": f"{target_entity} {target_id} is being deleted (state {row.state})",
+                    }
+                )
             elif row.entity != target_entity:
                 errors.append(
                     {"path": name, "reason": f"instance {target_id} is a {row.entity}, not a {target_entity}"}

@@ -110,3 +110,13 @@ def test_given_instance_id_is_used_and_must_be_unique(engine: Engine) -> None:
     assert created.id == wanted
     with pytest.raises(Exception, match="already used"):
         engine.create_instance(None, "thing", {"name": "y"}, instance_id=wanted)
+
+
+def test_a_relation_to_an_instance_being_deleted_is_refused(engine: Engine) -> None:
+    driver = Driver(engine)
+    deleting = driver.reach("deleting")
+    with pytest.raises(InvalidAttributes) as err:
+        engine.create_instance(None, "part", {"thing": deleting.id, "label": "late"})
+    assert err.value.errors == [
+        {"path": "thing", "reason": f"thing {deleting.id} is being deleted (state deleting)"}
+    ]
