@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from lsm.catalog.entity import ServiceEntity
@@ -27,10 +27,16 @@ class Reference:
         return self.target if isinstance(self.target, str) else self.target.__name__
 
 
-class _RefFactory:
-    def __getitem__(self, target: Any) -> Any:
-        return Annotated[uuid.UUID, Reference(target)]
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
 
+    class Ref(uuid.UUID, Generic[_T]):
+        """For type checkers: ``Ref[Router]`` is a UUID (the target instance id)."""
 
-#: ``Ref[Entity]``: a reference to one instance of ``Entity``.
-Ref = _RefFactory()
+else:
+
+    class Ref:
+        """``Ref[Entity]``: a reference to one instance of ``Entity`` (see the module docstring)."""
+
+        def __class_getitem__(cls, target: Any) -> Any:
+            return Annotated[uuid.UUID, Reference(target)]
