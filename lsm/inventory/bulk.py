@@ -64,7 +64,8 @@ def import_instances(
             value = attributes.get(name)
             targets = value if isinstance(value, list) else [value] if value is not None else []
             refs.extend(
-                {"env_id": env_id, "source_id": instance_id, "attribute": name, "target_id": str(t)} for t in targets
+                {"env_id": env_id, "source_id": instance_id, "attribute": name, "target_id": str(t)}
+                for t in targets
             )
     for start in range(0, len(rows), chunk):
         session.execute(insert(InstanceRow), rows[start : start + chunk])
