@@ -9,7 +9,8 @@ will write and a transaction that only reads, with the right locking on each bac
   busy timeout instead of failing with "database is locked" half-way. Reads use plain ``BEGIN``
   and, thanks to WAL, never block on the writer. Two engines share the file for that.
 * **PostgreSQL** gives row locks (``SELECT ... FOR UPDATE``), ``SKIP LOCKED`` and advisory
-  locks; callers use them through SQLAlchemy and this module adds nothing of its own.
+  locks; callers use them through SQLAlchemy. Writes run at READ COMMITTED (row locks make
+  read-check-write safe); reads run at REPEATABLE READ so that a read transaction is one snapshot.
 
 It must not know any table: tables register themselves on ``SQLModel.metadata``.
 """
@@ -76,7 +77,17 @@ class Database:
                 max_overflow=20,
                 pool_pre_ping=True,
             )
-            self.read_engine = self.write_engine
+            # reads see one snapshot for the whole transaction (a selector walking a tree, a
+            # version read back): READ COMMITTED would let a concurrent commit show half-way
+            self.read_engine = create_engine(
+                self.url,
+                echo=echo,
+                connect_args=connect_args,
+                pool_size=5,
+                max_overflow=20,
+                pool_pre_ping=True,
+                isolation_level="REPEATABLE READ",
+            )
 
     @property
     def dialect(self) -> str:
