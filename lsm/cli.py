@@ -217,9 +217,34 @@ def _not_yet(command: str) -> None:
 
 
 @app.command()
-def worker() -> None:
-    """(Not available yet) a separate compile worker process."""
-    _not_yet("worker")
+def worker(
+    model: Annotated[str | None, typer.Option("--model", help="Model path or module (LSM_MODEL).")] = None,
+    database: Annotated[
+        str | None, typer.Option("--database", help="Database URL (LSM_DATABASE_URL); ./lsm.db by default.")
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
+    ] = None,
+    poll: Annotated[float, typer.Option(help="Seconds between looks at the queue.")] = 0.5,
+) -> None:
+    """Run a compile worker (no API) until interrupted: more of them scale compiles out on PostgreSQL."""
+    import threading
+
+    from lsm.runtime.config import load_config
+    from lsm.runtime.engine import Engine
+
+    with errors_reported():
+        settings = load_config(config, database_url=database, model=model)
+        engine = Engine(settings.model_copy(update={"embedded_worker": True}))
+        engine.worker.poll_interval = poll
+        engine.start()
+    err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.stop()
 
 
 @app.command()

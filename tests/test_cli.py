@@ -176,11 +176,51 @@ def test_lifecycle_show_works_offline() -> None:
     assert unknown.exit_code == 1 and "unknown lifecycle 'nope'" in unknown.stderr
 
 
-def test_worker_and_agent_say_they_are_not_available_yet() -> None:
-    for command in ("worker", "agent"):
-        result = CliRunner().invoke(app, [command])
-        assert result.exit_code == 2
-        assert "not available yet" in result.stderr
+def test_agent_says_it_is_not_available_yet() -> None:
+    result = CliRunner().invoke(app, ["agent"])
+    assert result.exit_code == 2
+    assert "not available yet" in result.stderr
+
+
+def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
+    from lsm.runtime.config import ServerConfig
+    from lsm.runtime.engine import Engine
+
+    database = f"sqlite:///{tmp_path / 'lsm.db'}"
+    model = str(REPO / "examples" / "networks")
+    engine = Engine(ServerConfig(database_url=database, model=model, embedded_worker=False))
+    engine.start()
+    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lsm.cli",
+            "worker",
+            "--database",
+            database,
+            "--model",
+            model,
+            "--poll",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            engine.get_instance(None, "network", created.id).state != "creating"
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert engine.get_instance(None, "network", created.id).state == "creating"
+        assert engine.list_desired_states(None)[0]["resource_count"] == 3
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=30)
+        engine.stop()
 
 
 def test_an_unreachable_server_is_an_error_not_a_traceback() -> None:
