@@ -65,6 +65,7 @@ def run_in_process(job: SizeJob) -> dict[str, Any]:
             database_url=job.database_url,
             workdir=job.workdir,
             rng_seed=job.rng_seed,
+            profile_dir=job.profile_dir,
         )
     if job.scenario == "partial":
         return run_partial_size(

@@ -102,6 +102,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     out = {
         "wall_s": summarize(s["wall_s"] for s in samples),
         "cpu_s": summarize(s["cpu_s"] for s in samples),
+        "gc_s": summarize(s["gc_s"] for s in samples),
         "update_s": summarize(s["update_s"] for s in samples),
     }
     keys = dict.fromkeys(key for s in samples for key in s["timings"])
