@@ -24,13 +24,14 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from sqlalchemy import delete, insert
 from sqlmodel import Session, col, select
 
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import LsmError
 from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
+from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine, validate
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
@@ -102,7 +103,16 @@ class CompileRunner:
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
         request = self._export_request(result, full=full, roots=roots, compile_id=batch.leader.id)
         exported = time.perf_counter()
-        info = self.store.export(ctx.env_id, request)
+        with self.db.write() as session:
+            info = self.store.export(ctx.env_id, request, session=session)
+            record_instance_resources(
+                session,
+                ctx.env_id,
+                result,
+                version=info.number,
+                full=full,
+                trees=[*roots, *request.deleted_sets],
+            )
         timings["export"] = time.perf_counter() - exported
         timings["total"] = time.perf_counter() - started
         report.update(
@@ -282,6 +292,31 @@ class CompileRunner:
                         dicts.append(_instance_dict(row, getattr(row, f"{name}_attributes")))
                 out[binding.name] = dicts
         return out
+
+
+def record_instance_resources(
+    session: Session, env_id: str, result: RefineResult, *, version: int, full: bool, trees: Iterable[str]
+) -> None:
+    """Replace the per-instance resource index of the compiled trees (all of them for a full compile)."""
+    stale = delete(InstanceResourcesRow).where(col(InstanceResourcesRow.env_id) == env_id)
+    if not full:
+        names = sorted({*trees, *result.tree_of.values()})
+        if not names:
+            return
+        stale = stale.where(col(InstanceResourcesRow.set_name).in_(names))
+    session.execute(stale)
+    rows = [
+        {
+            "env_id": env_id,
+            "instance_id": instance_id,
+            "set_name": root,
+            "desired_state_version": version,
+            "resource_ids": [r.id for r in result.owned.get(instance_id, [])],
+        }
+        for instance_id, root in result.tree_of.items()
+    ]
+    for start in range(0, len(rows), 5000):
+        session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
 
 
 def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[InstanceRow]:

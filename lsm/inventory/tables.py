@@ -157,3 +157,19 @@ class CompileRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class InstanceResourcesRow(SQLModel, table=True):
+    """Which resources an instance's implementations produced in the latest desired state.
+
+    Written by the compiler in the same transaction as the export, replaced per ownership tree
+    (``set_name``) so that a partial compile touches only the trees it compiled.
+    """
+
+    __tablename__ = "lsm_instance_resources"
+    __table_args__ = (Index("ix_lsm_instance_resources_set", "env_id", "set_name"),)
+    env_id: str = Field(primary_key=True, max_length=36)
+    instance_id: str = Field(primary_key=True, max_length=36)
+    set_name: str = Field(max_length=36)
+    desired_state_version: int
+    resource_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))

@@ -14,15 +14,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lsm.catalog import validate_attributes
+from sqlalchemy.exc import IntegrityError
+
+from lsm.catalog import Binding, validate_attributes
 from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore, VersionInfo
-from lsm.errors import InvalidInput
+from lsm.errors import Conflict, InvalidInput
 from lsm.inventory import repository as repo
 from lsm.inventory.bulk import import_instances
 from lsm.inventory.database import Database
 from lsm.inventory.settings import describe_settings, validate_setting
-from lsm.inventory.tables import CompileRow
+from lsm.inventory.tables import CompileRow, InstanceResourcesRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import Create, Delete, EnvironmentContext, Orchestrator, SetState, Update
@@ -160,17 +162,34 @@ class Engine:
         if not ctx.lifecycle(binding).has_state(state):
             raise InvalidInput(f"{state!r} is not a state of {binding.lifecycle!r}", state=state)
         validated = [validate_attributes(binding.entity, a) for a in attribute_sets]
-        with self.db.write() as session:
-            return import_instances(
-                session,
-                ctx.env_id,
-                binding.name,
-                state,
-                validated,
-                identity=binding.identity,
-                relation_to_owner=binding.relation_to_owner,
-                relations=binding.entity.relations(),
-            )
+        try:
+            with self.db.write() as session:
+                return self._import(session, ctx, binding, state, validated)
+        except IntegrityError:
+            raise Conflict(
+                f"import of {len(validated)} {binding.name} instances refused: an id or identity value "
+                "is already used (nothing was imported)",
+                entity=binding.name,
+            ) from None
+
+    def _import(
+        self,
+        session: Any,
+        ctx: EnvironmentContext,
+        binding: Binding,
+        state: str,
+        validated: list[dict[str, Any]],
+    ) -> list[str]:
+        return import_instances(
+            session,
+            ctx.env_id,
+            binding.name,
+            state,
+            validated,
+            identity=binding.identity,
+            relation_to_owner=binding.relation_to_owner,
+            relations=binding.entity.relations(),
+        )
 
     def list_instances(
         self,
@@ -240,7 +259,20 @@ class Engine:
         return self._resources_of(self.context(env), instance)
 
     def _resources_of(self, ctx: EnvironmentContext, instance: InstanceOut) -> list[dict[str, Any]]:
-        return []
+        """The resources the instance produced in the latest desired state (deploy status: later)."""
+        with self.db.read() as session:
+            row = session.get(InstanceResourcesRow, (ctx.env_id, instance.id))
+        if row is None:
+            return []
+        return [
+            {
+                "id": rid,
+                "set": row.set_name,
+                "desired_state_version": row.desired_state_version,
+                "status": None,
+            }
+            for rid in row.resource_ids
+        ]
 
     def diagnose(self, env: str | None, entity: str, ref: str) -> dict[str, Any]:
         ctx = self.context(env)

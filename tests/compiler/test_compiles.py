@@ -153,3 +153,35 @@ def test_embedded_worker_and_wait(engine_factory: Callable[..., Engine]) -> None
     done = engine.request_compile(None, kind="full", wait=True, timeout=60)
     assert done.status == "success"
     assert engine.desired_state(None, done.desired_state_version or 0)["resource_count"] == 26
+
+
+def test_instance_resources_follow_the_latest_desired_state(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(ROUTER_PORT)
+    router = engine.create_instance(None, "router", {"mgmt_ip": "10.0.0.9", "name": "r9"})
+    engine.worker.drain()
+    port = engine.create_instance(None, "port", {"router": router.id, "name": "eth0"})
+    engine.worker.drain()
+    resources = engine.instance_resources(None, "port", port.id)
+    assert [r["id"] for r in resources] == ["net::Interface[10.0.0.9,name=eth0]"]
+    assert resources[0]["set"] == router.id
+    latest = engine.list_desired_states(None)[0]["version"]
+    assert resources[0]["desired_state_version"] == latest
+    assert [r["id"] for r in engine.instance_resources(None, "router", router.id)] == [
+        "net::Router[10.0.0.9,name=r9]"
+    ]
+
+
+def test_import_with_a_taken_identity_is_a_conflict_and_imports_nothing(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    import pytest
+
+    from lsm.errors import Conflict
+
+    engine = engine_factory(NETWORKS)
+    seed_networks(engine, 2)
+    with pytest.raises(Conflict):
+        engine.import_instances(None, "network", "up", [{"name": "fresh"}, {"name": "net1"}])
+    assert (
+        engine.list_instances(None, "network", limit=10) and len(engine.list_instances(None, "network")) == 2
+    )
