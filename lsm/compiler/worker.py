@@ -74,7 +74,11 @@ class CompileWorker:
         return ran
 
     def drain(self, max_rounds: int = 10_000) -> int:
-        """Run until the queue is empty (tests and ``--wait`` in embedded mode); rounds run."""
+        """Run until this worker can claim nothing more; returns the rounds run.
+
+        For tests and embedded use: requests of an environment whose compile lock another
+        worker holds are left to that worker.
+        """
         rounds = 0
         while rounds < max_rounds and self.run_once():
             rounds += 1
