@@ -27,6 +27,7 @@ from typing import Any
 from benchmarks.full import run_full_size
 from benchmarks.harness import REPO
 from benchmarks.partial import run_partial_size
+from benchmarks.report import code_info
 
 SCENARIOS = ("full", "partial")
 
@@ -57,6 +58,12 @@ class SizeJob:
 
 
 def run_in_process(job: SizeJob) -> dict[str, Any]:
+    """Measure ``job`` here, tagged with the code it ran (other commits may land between sizes)."""
+    code = code_info()
+    return {**_measure(job), "code": code}
+
+
+def _measure(job: SizeJob) -> dict[str, Any]:
     """Measure ``job`` here; any failure raises."""
     if job.scenario == "full":
         return run_full_size(

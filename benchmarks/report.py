@@ -62,7 +62,11 @@ def machine_info(database_url: str | None) -> dict[str, Any]:
 
 
 def code_info() -> dict[str, Any]:
-    """The commit measured, and whether ``lsm/`` or ``examples/`` differed from it."""
+    """The commit measured, and whether ``lsm/`` or ``examples/`` differed from it.
+
+    Taken when each size starts (``benchmarks.isolate``) and again for the document: on a
+    shared working tree the code can change between two sizes of one run.
+    """
     try:
         commit = _git("rev-parse", "HEAD").strip()
         dirty = _git("status", "--porcelain", "--", "lsm", "examples").splitlines()

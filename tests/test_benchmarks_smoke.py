@@ -50,6 +50,7 @@ def _run(tmp_path: Path, backend: str, *argv: str) -> dict[str, Any]:
     assert result["size"] == NETWORKS
     assert result["expected_resources"] == RESOURCES
     assert result["peak_rss_mb"] > 0
+    assert "commit" in result["code"]
     return result
 
 
