@@ -15,7 +15,9 @@ Scenarios:
 
 Layout: ``cli`` (arguments, sizes, output), ``isolate`` (one size per fresh subprocess, so
 peak RSS is per size), ``full`` and ``partial`` (one size each), ``harness`` (engine, seeding,
-compile-and-drain), ``backend`` (fresh SQLite file or PostgreSQL schema), ``stats`` and
-``report`` (summaries, checks, JSON, tables). It must not change anything in ``lsm``: it uses
-the engine only, plus the compile runner's stage methods to time the stages on their own.
+compile-and-drain, GC accounting), ``backend`` (fresh SQLite file or PostgreSQL schema),
+``stats`` (median, p95), ``report`` (the JSON document and the checks against the targets) and
+``tables`` (what a person reads). ``--profile`` writes cProfile files of the measured compiles.
+It must not change anything in ``lsm``: it uses the engine only, plus the compile runner's
+stage methods to time the stages on their own.
 """
