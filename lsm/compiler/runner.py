@@ -25,11 +25,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import delete, insert
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import LsmError
+from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
@@ -68,7 +70,8 @@ class CompileRunner:
             if batch.kind == "validation":
                 self._validation(ctx, batch, report, timings)
                 return
-            version = self._export(ctx, batch, report, timings)
+            with gc_paused():  # the whole compile: see lsm.gc_pause
+                version = self._export(ctx, batch, report, timings)
             self.queue.finish(
                 batch, status="success", report={**report, "timings": timings}, desired_state_version=version
             )
@@ -151,9 +154,21 @@ class CompileRunner:
             for binding in ctx.catalog:
                 lifecycle = ctx.lifecycle(binding)
                 exporting = {s.name: s.purge_resources for s in lifecycle.states if s.export_resources}
-                rows = _rows_in_states(session, ctx.env_id, binding.name, list(exporting))
                 out[binding.name] = [
-                    _instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
+                    {
+                        "id": iid,
+                        "entity": binding.name,
+                        "version": version,
+                        "state": state,
+                        "attributes": active,
+                        "candidate_attributes": candidate,
+                        "active_attributes": active,
+                        "rollback_attributes": rollback,
+                        "purge_resources": exporting[state],
+                    }
+                    for iid, version, state, candidate, active, rollback in _rows_in_states(
+                        session, ctx.env_id, binding.name, list(exporting)
+                    )
                 ]
         return out
 
@@ -319,16 +334,24 @@ def record_instance_resources(
         session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
 
 
-def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[InstanceRow]:
+def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[Any]:
+    """Only the columns a compile reads, as tuples: ORM objects cost 3x as much at 100k rows."""
     if not states:
         return []
-    query = select(InstanceRow).where(
-        InstanceRow.env_id == env_id,
-        InstanceRow.entity == entity,
+    query = sa_select(
+        col(InstanceRow.id),
+        col(InstanceRow.version),
+        col(InstanceRow.state),
+        col(InstanceRow.candidate_attributes),
+        col(InstanceRow.active_attributes),
+        col(InstanceRow.rollback_attributes),
+    ).where(
+        col(InstanceRow.env_id) == env_id,
+        col(InstanceRow.entity) == entity,
         col(InstanceRow.state).in_(states),
         col(InstanceRow.deleted).is_(False),
     )
-    return list(session.exec(query))
+    return list(session.connection().execute(query))
 
 
 def _instance_dict(

@@ -25,9 +25,6 @@ garbage (the caller passes the retention it wants).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -43,28 +40,9 @@ from lsm.desired_state.records import (
     decode_record,
 )
 from lsm.errors import InvalidInput, UnknownVersion
+from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the length of one export.
-
-    An export keeps a few objects per resource until it commits; in a compile worker whose heap
-    already holds the refined model, that growth triggers a full collection that traverses the
-    whole heap: about 200 ms of a 25,000-resource export (measured with ``gc.callbacks``). The
-    export creates no reference cycles, so nothing is lost meanwhile. Same policy as
-    ``lsm.model.refinement.refine``; a caller that had it off keeps it off.
-    """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 class DesiredStateStore:
@@ -85,7 +63,7 @@ class DesiredStateStore:
         already created the environment's head row at 0; if the caller commits anyway, that
         row reads as "no version yet" everywhere.
         """
-        with _gc_paused():
+        with gc_paused():
             check = ExportCheck(request)  # encoding and the request-only rules: outside the lock
             if session is not None:
                 return self._export(session, env_id, check)

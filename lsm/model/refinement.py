@@ -28,13 +28,13 @@ a candidate that breaks the model fails its validation exactly as it would fail 
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from lsm.gc_pause import gc_paused
 from lsm.model.context import CompileContext, InstanceDict, _current
 from lsm.model.implementation import Implementation
 from lsm.model.loader import Model
@@ -109,25 +109,21 @@ def refine(
         validation=validation,
     )
     token = _current.set(ctx)
-    paused = pause_gc and gc.isenabled()
-    if paused:
-        gc.disable()
     try:
-        services, problems = unroll(ctx, instances, purge)
-        tree_of, tree_problems = owner_trees(services)
-        raise_problems(problems + tree_problems)
-        unrolled = time.perf_counter()
-        run = _Run(model, services, tree_of)
-        run.implementations()
-        ran = time.perf_counter()
-        if not run.problems:
-            run.check()
-        run.locate()
-        raise_problems(run.problems)
-        sets = run.sets(trees)
+        with gc_paused(pause_gc):
+            services, problems = unroll(ctx, instances, purge)
+            tree_of, tree_problems = owner_trees(services)
+            raise_problems(problems + tree_problems)
+            unrolled = time.perf_counter()
+            run = _Run(model, services, tree_of)
+            run.implementations()
+            ran = time.perf_counter()
+            if not run.problems:
+                run.check()
+            run.locate()
+            raise_problems(run.problems)
+            sets = run.sets(trees)
     finally:
-        if paused:
-            gc.enable()
         _current.reset(token)
     done = time.perf_counter()
     return RefineResult(

@@ -124,7 +124,10 @@ class Resource(BaseModel):
     # -- data ------------------------------------------------------------------------------
     @property
     def requires_ids(self) -> tuple[str, ...]:
-        return tuple(r if isinstance(r, str) else r.id for r in self.requires)
+        requires = self.requires
+        if not requires:
+            return ()
+        return tuple(r if isinstance(r, str) else r.id for r in requires)
 
     def attributes(self) -> dict[str, Any]:
         """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out."""
