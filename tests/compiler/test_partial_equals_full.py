@@ -114,6 +114,21 @@ class World:
             self.attempt(lambda: self.engine.orchestrator.execute(self.ctx, outcome))
 
 
+#: each example runs in a new environment of one engine (per test), so the fixture is shared on purpose
+PROPERTY = settings(
+    max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def new_world(engine_factory: Callable[..., Engine], example: str) -> World:
+    """A fresh environment for one hypothesis example, on the one engine this test function built."""
+    engine: Engine | None = getattr(engine_factory, "engine", None)
+    if engine is None:
+        engine = engine_factory(str(EXAMPLES / example))
+        engine_factory.engine = engine  # type: ignore[attr-defined]
+    return World(engine, str(EXAMPLES / example))
+
+
 network_ops = st.lists(
     st.one_of(
         st.tuples(st.just("create"), st.integers(0, 6), st.integers(0, 4)),
@@ -126,16 +141,12 @@ network_ops = st.lists(
 )
 
 
-@settings(
-    max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@PROPERTY
 @given(ops=network_ops)
 def test_networks_partial_equals_full(
     engine_factory: Callable[..., Engine], ops: list[tuple[str, int, Any]]
 ) -> None:
-    engine = getattr(engine_factory, "_prop_engine", None) or engine_factory(str(EXAMPLES / "networks"))
-    engine_factory._prop_engine = engine  # type: ignore[attr-defined]  (one engine, a new environment per example)
-    world = World(engine, str(EXAMPLES / "networks"))
+    world = new_world(engine_factory, "networks")
     for op, a, b in ops:
         if op == "create":
             world.create("network", {"name": f"n{a}", "hosts": b})
@@ -146,7 +157,7 @@ def test_networks_partial_equals_full(
         else:
             world.deploy(a, bool(b))
         world.settle()
-        assert_partial_equals_full(engine, world.env)
+        assert_partial_equals_full(world.engine, world.env)
 
 
 router_ops = st.lists(
@@ -167,16 +178,12 @@ router_ops = st.lists(
 )
 
 
-@settings(
-    max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@PROPERTY
 @given(ops=router_ops)
 def test_router_port_partial_equals_full(
     engine_factory: Callable[..., Engine], ops: list[tuple[str, int, Any]]
 ) -> None:
-    engine = getattr(engine_factory, "_prop_engine", None) or engine_factory(str(EXAMPLES / "router_port"))
-    engine_factory._prop_engine = engine  # type: ignore[attr-defined]
-    world = World(engine, str(EXAMPLES / "router_port"))
+    world = new_world(engine_factory, "router_port")
     for op, a, b in ops:
         if op == "router":
             world.create("router", {"mgmt_ip": f"10.0.0.{a}", "name": f"r{b}"})
@@ -193,4 +200,4 @@ def test_router_port_partial_equals_full(
         else:
             world.deploy(a, bool(b))
         world.settle()
-        assert_partial_equals_full(engine, world.env)
+        assert_partial_equals_full(world.engine, world.env)
