@@ -185,3 +185,21 @@ def test_import_with_a_taken_identity_is_a_conflict_and_imports_nothing(
     assert (
         engine.list_instances(None, "network", limit=10) and len(engine.list_instances(None, "network")) == 2
     )
+
+
+def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callable[..., Engine]) -> None:
+    import pytest
+
+    from lsm.errors import UnknownVersion
+
+    engine = engine_factory(NETWORKS, desired_state_retention=3)
+    ids = seed_networks(engine, 3)
+    full_compile(engine)
+    for i in range(9):
+        engine.request_compile(None, kind="partial", instance_ids=[ids[i % 3]])
+        engine.worker.drain()
+    versions = [v["version"] for v in engine.list_desired_states(None)]
+    assert versions == [10, 9, 8]
+    with pytest.raises(UnknownVersion):
+        engine.desired_state(None, 1)
+    assert engine.desired_state(None, 8)["resource_count"] == 16
