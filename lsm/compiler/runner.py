@@ -223,29 +223,37 @@ class CompileRunner:
             report["stale"] = True  # the instance moved on; a newer request validates it
             self.queue.finish(batch, status="success", report={**report, "timings": timings})
             return
+        # The outcome is applied BEFORE the request is finished: after a crash in between, the
+        # request is resumed, finds the instance moved on and ends as stale; the other order
+        # could leave the instance waiting for a validation that is marked done.
+        outcome: dict[str, Any] = {
+            "trigger": leader.report.get("trigger", "auto"),
+            "target": leader.report.get("target"),
+        }
         try:
             instances = self._validation_instances(ctx, row)
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
             timings["select"] = time.perf_counter() - started
             result = validate(ctx.model, instances)
             timings.update({f"refine_{k}": v for k, v in result.timings.items()})
-        except LsmError as exc:
+            report["resources"] = result.resource_count
+            self._outcome(
+                ctx,
+                leader.id,
+                row,
+                success=True,
+                message="validation succeeded",
+                allocations=result.allocations.get(instance_id, {}),
+                **outcome,
+            )
+        except LsmError as exc:  # the model, the selector, or the allocated values were refused
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
+            self._outcome(
+                ctx, leader.id, row, success=False, message=f"validation failed: {exc.message}", **outcome
+            )
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
-            self._outcome(ctx, leader.id, row, success=False, message=f"validation failed: {exc.message}")
             return
-        report["resources"] = result.resource_count
         self.queue.finish(batch, status="success", report={**report, "timings": timings})
-        self._outcome(
-            ctx,
-            leader.id,
-            row,
-            success=True,
-            message="validation succeeded",
-            allocations=result.allocations.get(instance_id, {}),
-            trigger=leader.report.get("trigger", "auto"),
-            target=leader.report.get("target"),
-        )
 
     def _outcome(
         self,
