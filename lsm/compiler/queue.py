@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
@@ -115,21 +115,32 @@ class CompileQueue:
         status: str,
         report: dict[str, Any],
         desired_state_version: int | None = None,
+        session: Session | None = None,
     ) -> None:
+        """Record the outcome on every request of the batch (in ``session`` when given)."""
+        if session is None:
+            with self.db.write() as own:
+                self.finish(
+                    batch,
+                    status=status,
+                    report=report,
+                    desired_state_version=desired_state_version,
+                    session=own,
+                )
+            return
         now = utcnow()
-        with self.db.write() as session:
-            for row in batch.rows:
-                fresh = session.get(CompileRow, row.id)
-                if fresh is None:
-                    continue
-                fresh.status = status
-                fresh.finished_at = now
-                fresh.desired_state_version = desired_state_version
-                if row is batch.leader:
-                    fresh.report = {**fresh.report, **report}
-                else:
-                    fresh.report = {**fresh.report, "merged_into": batch.leader.id, "status": status}
-                session.add(fresh)
+        for row in batch.rows:
+            fresh = session.get(CompileRow, row.id)
+            if fresh is None:
+                continue
+            fresh.status = status
+            fresh.finished_at = now
+            fresh.desired_state_version = desired_state_version
+            if row is batch.leader:
+                fresh.report = {**fresh.report, **report}
+            else:
+                fresh.report = {**fresh.report, "merged_into": batch.leader.id, "status": status}
+            session.add(fresh)
 
 
 def _as_utc(value: datetime) -> datetime:

@@ -71,10 +71,7 @@ class CompileRunner:
                 self._validation(ctx, batch, report, timings)
                 return
             with gc_paused():  # the whole compile: see lsm.gc_pause
-                version = self._export(ctx, batch, report, timings)
-            self.queue.finish(
-                batch, status="success", report={**report, "timings": timings}, desired_state_version=version
-            )
+                self._export(ctx, batch, report, timings)
         except LsmError as exc:
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
@@ -90,7 +87,9 @@ class CompileRunner:
     # -- exporting compiles ---------------------------------------------------------------------
     def _export(
         self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
-    ) -> int:
+    ) -> None:
+        """Compile, export, and finish the batch in the export's transaction (one commit: a crash
+        leaves either nothing, and the request is resumed, or the version with its report)."""
         started = time.perf_counter()
         full = batch.kind == "full" or self.store.latest_version(ctx.env_id) is None
         report["ran_as"] = "full" if full else "partial"
@@ -116,18 +115,21 @@ class CompileRunner:
                 full=full,
                 trees=[*roots, *request.deleted_sets],
             )
-        timings["export"] = time.perf_counter() - exported
-        timings["total"] = time.perf_counter() - started
-        report.update(
-            instances=sum(len(d) for d in instances.values()),
-            resources=result.resource_count,
-            sets=len(result.sets),
-            sets_replaced=len(info.sets_replaced),
-            sets_deleted=info.sets_deleted,
-        )
+            timings["export"] = time.perf_counter() - exported
+            timings["total"] = time.perf_counter() - started
+            report.update(
+                instances=sum(len(d) for d in instances.values()),
+                resources=result.resource_count,
+                sets=len(result.sets),
+                sets_replaced=len(info.sets_replaced),
+                sets_deleted=info.sets_deleted,
+                timings=timings,
+            )
+            self.queue.finish(
+                batch, status="success", report=report, desired_state_version=info.number, session=session
+            )
         if info.number % GC_EVERY == 0:
             self.store.collect_garbage(ctx.env_id, keep=ctx.settings.desired_state_retention)
-        return info.number
 
     def compute_full(self, ctx: EnvironmentContext) -> ExportRequest:
         """The desired state a full compile would export now, without exporting it (dry run)."""
