@@ -1,0 +1,65 @@
+"""Configuration: lsm.toml and environment variables reach the engine and each environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsm.errors import ConfigurationError, InvalidSetting
+from lsm.runtime.config import load_config
+from lsm.runtime.engine import Engine
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def write_toml(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "lsm.toml"
+    path.write_text(body)
+    return path
+
+
+def test_lsm_toml_chooses_model_database_and_selector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LSM_DATABASE_URL", raising=False)
+    monkeypatch.delenv("LSM_MODEL", raising=False)
+    config_file = write_toml(
+        tmp_path,
+        f'database_url = "sqlite:///{tmp_path / "x.db"}"\n'
+        f'model = "{REPO / "examples" / "tunnel"}"\n'
+        "embedded_worker = false\n"
+        '[settings]\nselector = "relation_closure"\n',
+    )
+    engine = Engine(load_config(config_file))
+    engine.start()
+    try:
+        assert engine.context(None).settings.selector == "relation_closure"
+        assert engine.get_settings(None)["selector"]["value"] == "relation_closure"
+        engine.set_setting(None, "selector", "tunnel")  # the environment's own setting wins
+        assert engine.context(None).settings.selector == "tunnel"
+        assert "tunnel" in engine.context(None).catalog
+    finally:
+        engine.stop()
+
+
+def test_environment_variables_override_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config_file = write_toml(tmp_path, 'database_url = "sqlite:///from-file.db"\n')
+    monkeypatch.setenv("LSM_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    assert load_config(config_file).database_url == f"sqlite:///{tmp_path / 'env.db'}"
+
+
+def test_bad_configuration_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="colour"):
+        load_config(write_toml(tmp_path, 'colour = "blue"\n'))
+    with pytest.raises(InvalidSetting, match="partial_compiles"):
+        engine = Engine(
+            load_config(
+                write_toml(
+                    tmp_path,
+                    f'database_url = "sqlite:///{tmp_path / "y.db"}"\n'
+                    '[settings]\npartial_compiles = "sometimes"\n',
+                )
+            )
+        )
+        engine.start()
