@@ -8,6 +8,7 @@ rebuilt only when the environment's settings change.
 from __future__ import annotations
 
 import threading
+import time
 
 from lsm.errors import ConfigurationError
 from lsm.inventory import repository as repo
@@ -37,6 +38,10 @@ class Environments:
         self.lifecycles = lifecycles
         self.default = default
         self._contexts: dict[str, EnvironmentContext] = {}
+        #: env id -> (model, settings) the cached context was built from, and when it was checked
+        self._stamp: dict[str, tuple[str | None, dict[str, object]]] = {}
+        self._loaded: dict[str, float] = {}
+        self.refresh_after = 2.0
         self._lock = threading.Lock()
 
     def ensure(self, name: str, model: str | None) -> EnvironmentRow:
@@ -55,14 +60,27 @@ class Environments:
         return row
 
     def context(self, env: str | None) -> EnvironmentContext:
+        """The context of an environment (name or id; ``None`` = default), cached.
+
+        Another process (an API server, a worker) may change an environment's settings or
+        model: a cached context older than ``refresh_after`` seconds is checked against the
+        environment row (one primary-key read) and rebuilt when the row changed.
+        """
         key = env or self.default
         cached = self._contexts.get(key)
-        if cached is not None:
+        if (
+            cached is not None
+            and time.monotonic() - self._loaded.get(cached.env_id, 0.0) < self.refresh_after
+        ):
             return cached
         with self.db.read() as session:
             row = repo.get_environment(session, key)
         with self._lock:
             ctx = self._contexts.get(row.id)
+            if ctx is not None and self._stamp.get(row.id) != (row.model, row.settings):
+                self.invalidate_locked(row.id)
+                ctx = None
+            self._loaded[row.id] = time.monotonic()
             if ctx is None:
                 model = load_model(row.model) if row.model else EMPTY_MODEL
                 for binding in model.bindings:
@@ -83,6 +101,7 @@ class Environments:
                 )
                 self._register_entities(ctx)
                 self._contexts[row.id] = ctx
+                self._stamp[row.id] = (row.model, dict(row.settings))
             self._contexts[row.name] = ctx
             if env is None:
                 self._contexts[self.default] = ctx
@@ -94,8 +113,12 @@ class Environments:
 
     def invalidate(self, env_id: str) -> None:
         with self._lock:
-            for key in [k for k, c in self._contexts.items() if c.env_id == env_id]:
-                del self._contexts[key]
+            self.invalidate_locked(env_id)
+
+    def invalidate_locked(self, env_id: str) -> None:
+        for key in [k for k, c in self._contexts.items() if c.env_id == env_id]:
+            del self._contexts[key]
+        self._stamp.pop(env_id, None)
 
     def _register_entities(self, ctx: EnvironmentContext) -> None:
         """Persist the catalog (name, lifecycle, schema) so that it is visible in the database."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,12 @@ def test_bad_configuration_is_named(tmp_path: Path) -> None:
             )
         )
         engine.start()
+
+
+def test_a_setting_changed_by_another_process_reaches_this_one(engine_factory: Callable[..., Engine]) -> None:
+    api_process = engine_factory("tests.models.things")
+    worker_process = engine_factory("tests.models.things")  # a second engine over the same database
+    assert worker_process.context(None).settings.partial_compiles is True
+    api_process.set_setting(None, "partial_compiles", False)
+    worker_process.environments.refresh_after = 0.0  # instead of waiting out the 2 s cache
+    assert worker_process.context(None).settings.partial_compiles is False
