@@ -15,7 +15,7 @@ from lsm.lifecycle.loading import (
     entry_point_files,
     load_lifecycle_file,
 )
-from lsm.lifecycle.machine import LifecycleMachine, Step, edge_trigger
+from lsm.lifecycle.machine import LifecycleMachine, Step, changes_desired_state, edge_trigger
 from lsm.lifecycle.operations import AttributeSets, apply_operation
 from lsm.lifecycle.render import render_dot, render_states_table, render_table, render_transfers_table
 from lsm.lifecycle.spec import (
@@ -42,6 +42,7 @@ __all__ = [
     "TransferSpec",
     "Trigger",
     "apply_operation",
+    "changes_desired_state",
     "edge_trigger",
     "entry_point_files",
     "load_lifecycle_file",

@@ -62,6 +62,18 @@ def edge_trigger(trigger: str, target: str | None = None, *, error: bool = False
     return f"{name}:error" if error else name
 
 
+def changes_desired_state(spec: LifecycleSpec, source: str, destination: str, operation: str | None) -> bool:
+    """Whether moving ``source -> destination`` with ``operation`` changes what is exported.
+
+    The desired state depends on whether the instance exports, whether it purges, and on its
+    active attributes; nothing else. One rule for lifecycle steps and expert force alike.
+    """
+    src, dst = spec.state(source), spec.state(destination)
+    return src.export_resources != dst.export_resources or (
+        dst.export_resources and (src.purge_resources != dst.purge_resources or operation in ACTIVE_CHANGING)
+    )
+
+
 def _make_step(spec: LifecycleSpec, transfer: TransferSpec, is_error: bool) -> Step:
     if is_error:
         # A failable transfer without an error state stays where it is.
@@ -70,14 +82,7 @@ def _make_step(spec: LifecycleSpec, transfer: TransferSpec, is_error: bool) -> S
     else:
         destination = transfer.target
         operation, same = transfer.target_operation, transfer.target_same_desired_state
-    src, dst = spec.state(transfer.source), spec.state(destination)
-    changes = not same and (
-        src.export_resources != dst.export_resources
-        or (
-            dst.export_resources
-            and (src.purge_resources != dst.purge_resources or operation in ACTIVE_CHANGING)
-        )
-    )
+    changes = not same and changes_desired_state(spec, transfer.source, destination, operation)
     return Step(
         transfer=transfer,
         source=transfer.source,

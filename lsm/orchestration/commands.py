@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lsm.lifecycle import Operation
+
 
 @dataclass(frozen=True)
 class Create:
@@ -83,7 +85,7 @@ class ForceState:
     ref: str
     current_version: int
     target_state: str
-    operation: str | None = None
+    operation: Operation | None = None
     message: str = ""
 
 

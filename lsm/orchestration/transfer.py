@@ -23,7 +23,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -40,7 +39,7 @@ from lsm.errors import (
 from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
-from lsm.lifecycle import AttributeSets, Step, apply_operation
+from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.commands import (
     Auto,
     Command,
@@ -89,12 +88,16 @@ class Orchestrator:
                 row = outcome.instance
             queued.extend(outcome.compiles)
         if queued:
-            for listener in self.listeners:
-                try:
-                    listener(ctx.env_id)
-                except Exception:  # a listener must never undo a committed transfer
-                    log.exception("compile listener failed")
+            self.notify(ctx.env_id)
         return row
+
+    def notify(self, env_id: str) -> None:
+        """Tell the listeners (the compile worker) that compile requests of ``env_id`` wait."""
+        for listener in self.listeners:
+            try:
+                listener(env_id)
+            except Exception:  # a listener must never undo a committed transfer
+                log.exception("compile listener failed")
 
     def _execute_once(self, ctx: EnvironmentContext, command: Command) -> Outcome:
         try:
@@ -266,9 +269,8 @@ class _Transaction:
             )
         sets = AttributeSets(row.candidate_attributes, row.active_attributes, row.rollback_attributes)
         if command.operation:
-            sets = apply_operation(command.operation, sets)  # type: ignore[arg-type]
-        src, dst = lifecycle.state(row.state), lifecycle.state(command.target_state)
-        changes = src.export_resources or dst.export_resources
+            sets = apply_operation(command.operation, sets)
+        changes = changes_desired_state(lifecycle, row.state, command.target_state, command.operation)
         self.apply(row, row.state, command.target_state, sets, changes, "force", command.message, None, False)
         return Outcome(row, executed=True, compiles=self.compiles)
 
@@ -294,7 +296,7 @@ class _Transaction:
             )
         return row
 
-    def machine(self, row: InstanceRow) -> Any:
+    def machine(self, row: InstanceRow) -> LifecycleMachine:
         return self.ctx.machine(self.ctx.binding(row.entity))
 
     def transition(

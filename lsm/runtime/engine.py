@@ -329,8 +329,7 @@ class Engine:
         )
         with self.db.write() as session:
             session.add(row)
-        for listener in self.orchestrator.listeners:
-            listener(ctx.env_id)
+        self.orchestrator.notify(ctx.env_id)
         if wait:
             return self.wait_for_compile(ctx.env_id, row.id, timeout=timeout)
         return CompileOut.from_row(row)

@@ -120,3 +120,31 @@ def test_a_relation_to_an_instance_being_deleted_is_refused(engine: Engine) -> N
     assert err.value.errors == [
         {"path": "thing", "reason": f"thing {deleting.id} is being deleted (state deleting)"}
     ]
+
+
+def test_expert_force_moves_anywhere_with_one_desired_state_rule(engine: Engine) -> None:
+    from lsm.errors import InvalidInput
+    from lsm.orchestration import ForceState
+
+    driver = Driver(engine)
+    rejected = driver.reach("rejected")
+    command = ForceState(
+        "thing", rejected.id, rejected.version, "creating", operation="promote", message="fixed by hand"
+    )
+    engine.orchestrator.execute(driver.ctx, command)
+    forced = driver.get(rejected)
+    assert (forced.state, forced.version) == ("creating", rejected.version + 1)
+    assert forced.active_attributes == rejected.candidate_attributes and forced.candidate_attributes is None
+    assert forced.desired_state_version == rejected.desired_state_version + 1  # it now exports
+    last = engine.instance_log(None, "thing", forced.id)[-1]
+    assert (last.source, last.target, last.trigger, last.message) == (
+        "rejected",
+        "creating",
+        "force",
+        "fixed by hand",
+    )
+    with pytest.raises(InvalidInput):
+        engine.orchestrator.execute(driver.ctx, ForceState("thing", forced.id, forced.version, "nowhere"))
+    same = ForceState("thing", forced.id, forced.version, "up")  # exporting -> exporting, no operation
+    engine.orchestrator.execute(driver.ctx, same)
+    assert driver.get(forced).desired_state_version == forced.desired_state_version
