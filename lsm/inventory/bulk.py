@@ -4,8 +4,9 @@ Why: importing an existing inventory (or building a 100k-instance benchmark) one
 step at a time would run a validation compile per instance. ``import_instances`` writes rows
 that are already validated and placed in a given state, with their active attributes set,
 their identity and owner cached and their relation index filled, in a few executemany calls.
-It bypasses the lifecycle on purpose and must only be given attributes that passed the
-catalog's validation (``lsm.catalog.validate_attributes``); it does not write event lines.
+It bypasses the lifecycle on purpose; its one caller is ``lsm.orchestration.imports``, which
+validates the attributes and relations first (the orchestration stays the only writer of
+instance state). Each instance gets an ``import`` line in its event log.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlmodel import Session
 
-from lsm.inventory.tables import InstanceRefRow, InstanceRow, utcnow
+from lsm.inventory.tables import EventRow, InstanceRefRow, InstanceRow, utcnow
 
 
 def import_instances(
@@ -40,6 +41,7 @@ def import_instances(
     new_ids = list(ids) if ids is not None else [str(uuid.uuid4()) for _ in attribute_sets]
     rows: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
     for instance_id, attributes in zip(new_ids, attribute_sets, strict=True):
         rows.append(
             {
@@ -60,6 +62,20 @@ def import_instances(
                 "last_updated": now,
             }
         )
+        events.append(
+            {
+                "env_id": env_id,
+                "instance_id": instance_id,
+                "version": 1,
+                "source": None,
+                "target": state,
+                "trigger": "import",
+                "message": f"imported in state {state}",
+                "compile_id": None,
+                "is_error": False,
+                "created_at": now,
+            }
+        )
         for name in relation_names:
             value = attributes.get(name)
             targets = value if isinstance(value, list) else [value] if value is not None else []
@@ -69,6 +85,7 @@ def import_instances(
             )
     for start in range(0, len(rows), chunk):
         session.execute(insert(InstanceRow), rows[start : start + chunk])
-    for start in range(0, len(refs), chunk):
-        session.execute(insert(InstanceRefRow), refs[start : start + chunk])
+    for table, values in ((InstanceRefRow, refs), (EventRow, events)):
+        for start in range(0, len(values), chunk):
+            session.execute(insert(table), values[start : start + chunk])
     return new_ids

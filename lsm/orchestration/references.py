@@ -8,7 +8,7 @@ relations in the three attribute sets, so that a selector can follow a relation 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlmodel import Session
@@ -55,31 +55,44 @@ def check_references(
     changed: set[str] | None = None,
 ) -> None:
     """Every relation value must name a live instance of the target entity (422 otherwise)."""
+    check_references_of_many(session, ctx, binding, [("", attributes)], changed=changed)
+
+
+def check_references_of_many(
+    session: Session,
+    ctx: EnvironmentContext,
+    binding: Binding,
+    items: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    changed: set[str] | None = None,
+) -> None:
+    """``check_references`` for many attribute sets (``(path prefix, attributes)``) in one lookup."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for name, (_info, target) in ctx.catalog.relations(binding.name).items():
         if changed is not None and name not in changed:
             continue
-        for target_id in _ids(attributes.get(name)):
-            wanted.setdefault(target_id, []).append((name, target.name))
+        for prefix, attributes in items:
+            for target_id in _ids(attributes.get(name)):
+                wanted.setdefault(target_id, []).append((prefix + name, target.name))
     if not wanted:
         return
     found = repo.get_instances(session, ctx.env_id, wanted)
     errors = []
     for target_id, uses in wanted.items():
         row = found.get(target_id)
-        for name, target_entity in uses:
+        for path, target_entity in uses:
             if row is None or row.deleted:
-                errors.append({"path": name, "reason": f"no live {target_entity} instance {target_id}"})
+                errors.append({"path": path, "reason": f"no live {target_entity} instance {target_id}"})
             elif _being_deleted(ctx, row):
                 errors.append(
                     {
-                        "path": name,
+                        "path": path,
                         "reason": f"{target_entity} {target_id} is being deleted (state {row.state})",
                     }
                 )
             elif row.entity != target_entity:
                 errors.append(
-                    {"path": name, "reason": f"instance {target_id} is a {row.entity}, not a {target_entity}"}
+                    {"path": path, "reason": f"instance {target_id} is a {row.entity}, not a {target_entity}"}
                 )
     if errors:
         raise InvalidAttributes(errors)

@@ -14,20 +14,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
-from lsm.catalog import Binding, validate_attributes
 from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore, VersionInfo
-from lsm.errors import Conflict, InvalidInput
+from lsm.errors import InvalidInput
 from lsm.inventory import repository as repo
-from lsm.inventory.bulk import import_instances
 from lsm.inventory.database import Database
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.tables import CompileRow, InstanceResourcesRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import Create, Delete, EnvironmentContext, Orchestrator, SetState, Update
+from lsm.orchestration.imports import import_instances
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.environments import Environments
 
@@ -152,44 +149,8 @@ class Engine:
     def import_instances(
         self, env: str | None, entity: str, state: str, attribute_sets: list[dict[str, Any]]
     ) -> list[str]:
-        """Bulk-import validated instances straight into ``state`` (migrations, benchmarks).
-
-        Attributes are validated against the catalog; the lifecycle is bypassed and no compile
-        is requested (run a full compile afterwards). See ``lsm.inventory.bulk``.
-        """
-        ctx = self.context(env)
-        binding = ctx.binding(entity)
-        if not ctx.lifecycle(binding).has_state(state):
-            raise InvalidInput(f"{state!r} is not a state of {binding.lifecycle!r}", state=state)
-        validated = [validate_attributes(binding.entity, a) for a in attribute_sets]
-        try:
-            with self.db.write() as session:
-                return self._import(session, ctx, binding, state, validated)
-        except IntegrityError:
-            raise Conflict(
-                f"import of {len(validated)} {binding.name} instances refused: an id or identity value "
-                "is already used (nothing was imported)",
-                entity=binding.name,
-            ) from None
-
-    def _import(
-        self,
-        session: Any,
-        ctx: EnvironmentContext,
-        binding: Binding,
-        state: str,
-        validated: list[dict[str, Any]],
-    ) -> list[str]:
-        return import_instances(
-            session,
-            ctx.env_id,
-            binding.name,
-            state,
-            validated,
-            identity=binding.identity,
-            relation_to_owner=binding.relation_to_owner,
-            relations=binding.entity.relations(),
-        )
+        """Bulk-import instances straight into ``state`` (see ``lsm.orchestration.imports``)."""
+        return import_instances(self.db, self.context(env), entity, state, attribute_sets)
 
     def list_instances(
         self,

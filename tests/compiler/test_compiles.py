@@ -203,3 +203,27 @@ def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callab
     with pytest.raises(UnknownVersion):
         engine.desired_state(None, 1)
     assert engine.desired_state(None, 8)["resource_count"] == 16
+
+
+def test_import_checks_relations_in_one_batch_and_logs_each_instance(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    import uuid
+
+    import pytest
+
+    from lsm.errors import InvalidAttributes
+
+    engine = engine_factory(ROUTER_PORT)
+    (router,) = engine.import_instances(None, "router", "up", [{"mgmt_ip": "10.1.0.1", "name": "r"}])
+    missing = str(uuid.uuid4())
+    with pytest.raises(InvalidAttributes) as err:
+        engine.import_instances(
+            None, "port", "up", [{"router": router, "name": "eth0"}, {"router": missing, "name": "eth1"}]
+        )
+    assert err.value.errors == [{"path": "[1].router", "reason": f"no live router instance {missing}"}]
+    assert engine.list_instances(None, "port") == []
+    (port,) = engine.import_instances(None, "port", "up", [{"router": router, "name": "eth0"}])
+    log = engine.instance_log(None, "port", port)
+    assert [(e.source, e.target, e.trigger) for e in log] == [(None, "up", "import")]
+    assert engine.get_instance(None, "port", port).owner == router
