@@ -86,14 +86,16 @@ class CompileQueue:
             if not queued:
                 return None
             leader = queued[0]
-            if (
-                backoff > 0
-                and leader.kind != "validation"
-                and _as_utc(leader.created_at) > utcnow() - timedelta(seconds=backoff)
-            ):
-                return None
             merged: list[CompileRow] = []
-            if leader.kind == "full" or (leader.kind == "partial" and any(r.kind == "full" for r in queued)):
+            if leader.kind != "validation" and _too_recent(leader, backoff):
+                # exporting requests wait out the back-off to gather more; validations never wait
+                waiting = next((r for r in queued if r.kind == "validation"), None)
+                if waiting is None:
+                    return None
+                leader = waiting
+            elif leader.kind == "full" or (
+                leader.kind == "partial" and any(r.kind == "full" for r in queued)
+            ):
                 full = next(r for r in queued if r.kind == "full")
                 leader = full
                 merged = [r for r in queued if r.kind in EXPORTING and r is not full]
@@ -141,6 +143,10 @@ class CompileQueue:
             else:
                 fresh.report = {**fresh.report, "merged_into": batch.leader.id, "status": status}
             session.add(fresh)
+
+
+def _too_recent(row: CompileRow, backoff: float) -> bool:
+    return backoff > 0 and _as_utc(row.created_at) > utcnow() - timedelta(seconds=backoff)
 
 
 def _as_utc(value: datetime) -> datetime:

@@ -227,3 +227,20 @@ def test_import_checks_relations_in_one_batch_and_logs_each_instance(
     log = engine.instance_log(None, "port", port)
     assert [(e.source, e.target, e.trigger) for e in log] == [(None, "up", "import")]
     assert engine.get_instance(None, "port", port).owner == router
+
+
+def test_recompile_backoff_holds_exports_but_never_validations(engine_factory: Callable[..., Engine]) -> None:
+    engine = engine_factory(NETWORKS, recompile_backoff=3600)
+    ids = seed_networks(engine, 2)
+    waiting = engine.request_compile(None, kind="full")
+    created = engine.create_instance(None, "network", {"name": "late"})
+    engine.worker.drain()
+    assert engine.get_compile(None, waiting.id).status == "queued"  # within its back-off
+    assert engine.get_instance(None, "network", created.id).state == "creating"  # validated meanwhile
+    engine.set_setting(None, "recompile_backoff", 0)
+    engine.worker.drain()
+    assert engine.get_compile(None, waiting.id).status == "success"
+    assert set(engine.desired_state(None, engine.list_desired_states(None)[0]["version"])["sets"]) == {
+        *ids,
+        created.id,
+    }
