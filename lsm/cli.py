@@ -209,10 +209,7 @@ def server(
 
 
 def _not_yet(command: str) -> None:
-    err.print(
-        f"[yellow]lsm {command} is not available yet[/]: run `lsm server`, which embeds the compile "
-        "worker, until separate worker and agent processes ship."
-    )
+    err.print(f"[yellow]lsm {command} is not available yet[/]: the deploy engine ships in a later release.")
     raise typer.Exit(2)
 
 
