@@ -16,6 +16,7 @@ LSM = Path(__file__).resolve().parent.parent / "lsm"
 
 RANK = {
     "errors": 0,
+    "schemas": 0,
     "gc_pause": 0,
     "inventory": 1,
     "catalog": 2,

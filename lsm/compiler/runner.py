@@ -32,6 +32,7 @@ from lsm.compiler.queue import Batch, CompileQueue
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
+from lsm.inventory.compile_requests import validation_params
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
@@ -206,7 +207,8 @@ class CompileRunner:
         started = time.perf_counter()
         leader = batch.leader
         instance_id = str(leader.instance_id)
-        expected = int(leader.report.get("instance_version", 0))
+        params = validation_params(leader)
+        expected = params.instance_version
         with self.db.read() as session:
             row = session.get(InstanceRow, instance_id)
         if row is None or row.version != expected or row.deleted:
@@ -216,10 +218,7 @@ class CompileRunner:
         # The outcome is applied BEFORE the request is finished: after a crash in between, the
         # request is resumed, finds the instance moved on and ends as stale; the other order
         # could leave the instance waiting for a validation that is marked done.
-        outcome: dict[str, Any] = {
-            "trigger": leader.report.get("trigger", "auto"),
-            "target": leader.report.get("target"),
-        }
+        outcome: dict[str, Any] = {"trigger": params.trigger, "target": params.target}
         try:
             instances = self._validation_instances(ctx, row)
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}

@@ -37,8 +37,9 @@ from lsm.errors import (
     VersionConflict,
 )
 from lsm.inventory import repository as repo
+from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
 from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
+from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.commands import (
     Auto,
@@ -53,6 +54,7 @@ from lsm.orchestration.commands import (
 )
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.references import check_references, references_of
+from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
 
@@ -395,27 +397,29 @@ class _Transaction:
             self.request_validation(row, trigger="auto", target=None)
 
     def request_validation(self, row: InstanceRow, *, trigger: str, target: str | None) -> None:
-        compile_row = CompileRow(
+        order = CompileOrder(
             env_id=self.ctx.env_id,
-            kind="validation",
+            kind=CompileKind.VALIDATION,
             instance_id=row.id,
             requested_ids=[row.id],
             reason=f"validate {row.entity} {row.id} in {row.state}",
-            report={"instance_version": row.version, "trigger": trigger, "target": target},
+            validation=ValidationParams(
+                instance_version=row.version,
+                trigger="api_set_state" if trigger == "api_set_state" else "auto",
+                target=target,
+            ),
         )
-        self.session.add(compile_row)
-        self.compiles.append(compile_row.id)
+        self.compiles.append(enqueue(self.session, order).id)
 
     def request_export(self, row: InstanceRow, reason: str) -> None:
-        kind = "partial" if self.ctx.settings.partial_compiles else "full"
-        compile_row = CompileRow(
+        partial = self.ctx.settings.partial_compiles
+        order = CompileOrder(
             env_id=self.ctx.env_id,
-            kind=kind,
-            requested_ids=[row.id] if kind == "partial" else [],
+            kind=CompileKind.PARTIAL if partial else CompileKind.FULL,
+            requested_ids=[row.id] if partial else [],
             reason=reason,
         )
-        self.session.add(compile_row)
-        self.compiles.append(compile_row.id)
+        self.compiles.append(enqueue(self.session, order).id)
 
     def new_instance_id(self, requested: str | None) -> str:
         if requested is None:

@@ -18,15 +18,17 @@ from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, Environment
 from lsm.desired_state import DesiredStateStore, VersionInfo
 from lsm.errors import InvalidInput
 from lsm.inventory import repository as repo
+from lsm.inventory.compile_requests import CompileOrder, enqueue
 from lsm.inventory.database import Database
 from lsm.inventory.settings import describe_settings, validate_setting
-from lsm.inventory.tables import CompileRow, InstanceResourcesRow
+from lsm.inventory.tables import InstanceResourcesRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import Create, Delete, EnvironmentContext, Orchestrator, SetState, Update
 from lsm.orchestration.imports import import_instances
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.environments import Environments
+from lsm.schemas.compiles import CompileKind
 
 FINISHED = ("success", "failed")
 
@@ -280,16 +282,16 @@ class Engine:
             raise InvalidInput(
                 "a partial compile needs instance_ids or service_entities", field="instance_ids"
             )
-        row = CompileRow(
+        order = CompileOrder(
             env_id=ctx.env_id,
-            kind=kind,
+            kind=CompileKind(kind),
             requested_ids=list(instance_ids or []),
             service_entities=list(service_entities or []),
             exclude=list(exclude or []),
             reason="requested through the API",
         )
         with self.db.write() as session:
-            session.add(row)
+            row = enqueue(session, order)
         self.orchestrator.notify(ctx.env_id)
         if wait:
             return self.wait_for_compile(ctx.env_id, row.id, timeout=timeout)
