@@ -168,3 +168,10 @@ def _register(cls: type[LsmError]) -> None:
 
 
 _register(LsmError)
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised inside a thread whose work (a compile) overran its time limit.
+
+    A ``BaseException``, not an ``LsmError``: a model's ``except Exception`` must not swallow it.
+    """

@@ -28,12 +28,13 @@ RANK = {
     "compiler": 5,
     "deploy": 5,
     "discovery": 5,
-    "runtime": 6,
-    "api": 7,
-    "cli": 7,
-    "quickstart": 7,
-    "testing": 7,
-    "client": 7,
+    "services": 6,
+    "runtime": 7,
+    "api": 8,
+    "cli": 8,
+    "quickstart": 8,
+    "testing": 8,
+    "client": 8,
 }
 
 
