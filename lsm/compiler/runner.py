@@ -357,7 +357,7 @@ def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str
 def _instance_dict(
     row: InstanceRow | InstanceRecord | Row[Any], attributes: Any, *, purge: bool = False
 ) -> InstanceDict:
-    """The instance dict ``lsm.all`` returns (SEMANTICS.md section 3), with the set this compile uses."""
+    """The instance dict ``lsm.all`` returns (docs/semantics.md §3), with the set this compile uses."""
     return {
         "id": row.id,
         "entity": row.entity,
