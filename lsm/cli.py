@@ -213,6 +213,15 @@ def _not_yet(command: str) -> None:
     raise typer.Exit(2)
 
 
+def _dump_threads_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` prints every thread's stack to stderr: why is a worker stuck."""
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 @app.command()
 def worker(
     model: Annotated[str | None, typer.Option("--model", help="Model path or module (LSM_MODEL).")] = None,
@@ -225,7 +234,9 @@ def worker(
     poll: Annotated[
         float, typer.Option(help="Seconds between looks at the queue when nothing woke it (a fallback).")
     ] = 1.0,
-    threads: Annotated[int, typer.Option(help="Compile runner threads.")] = 2,
+    threads: Annotated[
+        int, typer.Option(help="Compile runner threads (one environment gets all but one of them).")
+    ] = 4,
     lease_ttl: Annotated[
         float, typer.Option(help="Seconds before a dead worker's compiles are taken over.")
     ] = 30.0,
@@ -254,6 +265,7 @@ def worker(
             )
         )
         engine.start()
+    _dump_threads_on_sigusr1()
     err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
     try:
         threading.Event().wait()

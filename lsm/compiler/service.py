@@ -28,6 +28,7 @@ from lsm.compiler.locks import EnvironmentLocks, Held
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
 from lsm.errors import TimeLimitExceeded
+from lsm.inventory.compile_queue import Pending
 from lsm.inventory.settings import EnvironmentSettings
 from lsm.orchestration import EnvironmentContext
 
@@ -46,6 +47,8 @@ class _CompileWork:
         self.batches = batches
         self.timeout = timeout
         self._deadline: float | None = None
+        #: ids of the batches that ended (no lease to renew any more)
+        self.done: set[str] = set()
         lead = batches[0].leader
         self.label = f"compile {lead.id} ({lead.kind}, {len(batches)} batch(es)) of environment {env_id}"
 
@@ -100,7 +103,7 @@ class ValidationWork(_CompileWork):
         locks = self.service.locks.selections(self.env_id)
         try:
             left = self.service.runner.validations.run(
-                self.ctx, self.batches, locks, started=self.restart_clock
+                self.ctx, self.batches, locks, started=self.restart_clock, ended=self.done.add
             )
             if left:
                 self.service.busy(self.env_id)
@@ -130,8 +133,13 @@ class CompileService:
         contexts: Callable[[str], EnvironmentContext],
         *,
         worker: str,
+        per_environment: int = 1,
     ) -> None:
         self.queue = queue
+        #: runner threads one environment may hold at once: fewer than the loop has, so that a
+        #: hung model in one environment can never occupy every thread
+        self.per_environment = max(1, per_environment)
+        self._running: dict[str, int] = {}
         self.locks = locks
         self.runner = runner
         self.contexts = contexts
@@ -150,21 +158,39 @@ class CompileService:
             start = self._turn
         for offset in range(len(pending)):
             env = pending[(start + offset) % len(pending)]
-            ctx, settings = self._context(env.env_id)
-            if env.exporting:
-                work = self._claim_exporting(env.env_id, settings)
-                if work is not None:
-                    return work
-            if (
-                env.validations
-                and ctx is not None
-                and time.monotonic() >= self._busy_until.get(env.env_id, 0)
-            ):
-                owner = self.queue.new_owner(self.worker)
-                batches = self.queue.claim_validations(env.env_id, owner, limit=settings.validation_batch)
-                if batches:
-                    return ValidationWork(self, ctx, batches, settings.compile_timeout)
+            if not self._take_slot(env.env_id):
+                continue
+            try:
+                work = self._claim_in(env)
+            except BaseException:
+                self.finished(env.env_id, notify=False)
+                raise
+            if work is not None:
+                return work
+            self.finished(env.env_id, notify=False)
         return None
+
+    def _claim_in(self, env: Pending) -> ExportWork | ValidationWork | None:
+        ctx, settings = self._context(env.env_id)
+        if env.exporting:
+            work = self._claim_exporting(env.env_id, settings)
+            if work is not None:
+                return work
+        # running validations too: those of a dead worker are taken over once their lease expired
+        wanted = env.validations or env.running_validations
+        if not wanted or ctx is None or time.monotonic() < self._busy_until.get(env.env_id, 0):
+            return None
+        owner = self.queue.new_owner(self.worker)
+        batches = self.queue.claim_validations(env.env_id, owner, limit=settings.validation_batch)
+        return ValidationWork(self, ctx, batches, settings.compile_timeout) if batches else None
+
+    def _take_slot(self, env_id: str) -> bool:
+        """One more runner thread for ``env_id``, unless it holds its share already."""
+        with self._guard:
+            if self._running.get(env_id, 0) >= self.per_environment:
+                return False
+            self._running[env_id] = self._running.get(env_id, 0) + 1
+            return True
 
     def _claim_exporting(self, env_id: str, settings: EnvironmentSettings) -> ExportWork | None:
         held = self.locks.try_export(env_id)
@@ -196,7 +222,9 @@ class CompileService:
             return None, EnvironmentSettings()
 
     def heartbeat(self, running: Sequence[Any]) -> None:
-        batches = [b for work in running for b in work.batches]
+        """Renew the leases of the batches still running (a validation work finishes its batches
+        one by one: those done have no lease left to renew)."""
+        batches = [b for work in running for b in work.batches if b.leader.id not in work.done]
         for lost in self.queue.renew(batches):
             log.warning("compile %s: lease lost while running (taken over)", lost.leader.id)
 
@@ -206,7 +234,16 @@ class CompileService:
     def busy(self, env_id: str) -> None:
         self._busy_until[env_id] = time.monotonic() + BUSY_PAUSE
 
-    def finished(self, env_id: str) -> None:
+    def finished(self, env_id: str, *, notify: bool = True) -> None:
+        """Work of ``env_id`` ended (or a claim found none): its thread slot is free again."""
+        with self._guard:
+            left = self._running.get(env_id, 0) - 1
+            if left > 0:
+                self._running[env_id] = left
+            else:
+                self._running.pop(env_id, None)
+        if not notify:
+            return
         for listener in self.listeners:
             try:
                 listener(env_id)

@@ -78,6 +78,7 @@ class ValidationBatches:
         locks: SelectionLocks | None = None,
         *,
         started: Callable[[], None] = lambda: None,
+        ended: Callable[[str], None] = lambda compile_id: None,
     ) -> list[Batch]:
         """Run ``batches``; returns those left unrun (their selections are busy elsewhere).
 
@@ -87,13 +88,14 @@ class ValidationBatches:
         rounds = 0
         while pending:
             rounds += 1
-            taken, pending, ended = self._plan(ctx, pending, locks, rounds)
-            if not taken and not ended:
+            taken, pending, stale = self._plan(ctx, pending, locks, rounds, ended)
+            if not taken and not stale:
                 return pending  # every selection is held by another validation: later
             try:
                 for planned in taken:
                     started()
                     self._run_one(ctx, planned, batch_size=len(batches), round_=rounds)
+                    ended(planned.batch.leader.id)
             finally:
                 if locks is not None:
                     locks.release()
@@ -101,7 +103,12 @@ class ValidationBatches:
 
     # -- a round ----------------------------------------------------------------------------------
     def _plan(
-        self, ctx: EnvironmentContext, pending: list[Batch], locks: SelectionLocks | None, round_: int
+        self,
+        ctx: EnvironmentContext,
+        pending: list[Batch],
+        locks: SelectionLocks | None,
+        round_: int,
+        ended: Callable[[str], None],
     ) -> tuple[list[_Planned], list[Batch], bool]:
         """Which validations run this round (their selections are disjoint), which wait, and
         whether any ended here (stale)."""
@@ -111,14 +118,15 @@ class ValidationBatches:
             taken: list[_Planned] = []
             waiting: list[Batch] = []
             used: set[str] = set()
-            ended = False
+            stale = False
             everything = not ctx.settings.partial_compiles
             for batch in pending:
                 params = validation_params(batch.leader)
                 row = rows.get(str(batch.leader.instance_id))
                 if row is None or row.version != params.instance_version or row.deleted:
                     self.queue.finish(batch, status="success", report={"stale": True, "round": round_})
-                    ended = True
+                    ended(batch.leader.id)
+                    stale = True
                     continue
                 planned = _Planned(batch, row, params)
                 if everything:
@@ -137,7 +145,7 @@ class ValidationBatches:
                     continue
                 used |= selection
                 taken.append(planned)
-        return taken, waiting, ended
+        return taken, waiting, stale
 
     def _select(self, session: Any, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""

@@ -45,7 +45,7 @@ class ServerConfig(BaseModel):
     #: run the compile worker inside the server process
     embedded_worker: bool = True
     #: compile runner threads of a worker (a hung model occupies one until its time limit)
-    worker_threads: int = Field(2, ge=1, le=64)
+    worker_threads: int = Field(4, ge=1, le=64)
     #: seconds between looks at the queue when nothing woke the worker (a fallback on PostgreSQL)
     poll_interval: float = Field(1.0, gt=0, le=60)
     #: seconds a claimed compile's lease lasts unrenewed: how soon a dead worker's work is taken over

@@ -67,6 +67,7 @@ class Engine:
             self.runner,
             lambda env_id: self.environments.context(env_id),
             worker=owner,
+            per_environment=max(1, config.worker_threads - 1),
         )
         self.scheduler = Scheduler(self.db, self._schedules)
         self.worker = ServiceLoop(
