@@ -193,19 +193,18 @@ def server(
     """Run the API with its embedded compile worker until interrupted."""
     import uvicorn
 
-    from lsm.api import create_app
     from lsm.runtime.config import load_config
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_api
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model, host=host, port=port)
-        engine = Engine(settings)
-        engine.start()
+        runtime = build_api(settings)
+        runtime.start()
     try:
         err.print(f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url})")
-        uvicorn.run(create_app(engine), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(runtime.app, host=settings.host, port=settings.port, log_level="info")
     finally:
-        engine.stop()
+        runtime.stop()
 
 
 def _not_yet(command: str) -> None:
@@ -228,20 +227,19 @@ def worker(
     import threading
 
     from lsm.runtime.config import load_config
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_worker
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model)
-        engine = Engine(settings.model_copy(update={"embedded_worker": True}))
-        engine.worker.poll_interval = poll
-        engine.start()
+        runtime = build_worker(settings, poll_interval=poll)
+        runtime.start()
     err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        engine.stop()
+        runtime.stop()
 
 
 @app.command()

@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lsm.cli import app
+from lsm.facade import RequestContext
 from lsm.testing import running_engine, served_url
 from tests.api.fixtures import LIFECYCLES, MODEL, engine, url
 
@@ -184,13 +185,15 @@ def test_agent_says_it_is_not_available_yet() -> None:
 
 def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
     from lsm.runtime.config import ServerConfig
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_api
 
     database = f"sqlite:///{tmp_path / 'lsm.db'}"
     model = str(REPO / "examples" / "networks")
-    engine = Engine(ServerConfig(database_url=database, model=model, embedded_worker=False))
+    engine = build_api(ServerConfig(database_url=database, model=model, embedded_worker=False))
     engine.start()
-    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 2}
+    )
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -209,14 +212,18 @@ def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
         text=True,
     )
     try:
+        ctx = RequestContext.local()
+
+        def exported() -> bool:
+            # the validation moves it to creating, and the export that follows runs after that
+            state = engine.facades.inventory.get_instance(ctx, "network", created.id).state
+            return state == "creating" and bool(engine.facades.desired_state.list_desired_states(ctx))
+
         deadline = time.monotonic() + 60
-        while (
-            engine.get_instance(None, "network", created.id).state != "creating"
-            and time.monotonic() < deadline
-        ):
+        while not exported() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert engine.get_instance(None, "network", created.id).state == "creating"
-        assert engine.list_desired_states(None)[0]["resource_count"] == 3
+        assert engine.facades.inventory.get_instance(ctx, "network", created.id).state == "creating"
+        assert engine.facades.desired_state.list_desired_states(ctx)[0]["resource_count"] == 3
     finally:
         worker.send_signal(signal.SIGINT)
         worker.wait(timeout=30)

@@ -28,11 +28,13 @@ RANK = {
     "compiler": 5,
     "deploy": 5,
     "discovery": 5,
-    "runtime": 6,
+    "facade": 6,
     "api": 7,
-    "cli": 7,
-    "quickstart": 7,
-    "testing": 7,
+    #: the composition root builds the app: above the api, below the commands that run it
+    "runtime": 8,
+    "cli": 9,
+    "quickstart": 9,
+    "testing": 9,
     "client": 7,
 }
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.api.deps import ContextDep, FacadesDep
 from lsm.inventory.views import CompileOut
 
 router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
@@ -24,10 +24,10 @@ class CompileRequest(BaseModel):
 
 
 @router.post("")
-def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep) -> CompileOut:
+def request_compile(body: CompileRequest, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """Request a compile; the report, final when ``wait`` was given."""
-    return engine.request_compile(
-        env,
+    return facades.compiles.request_compile(
+        ctx,
         kind=body.kind,
         instance_ids=body.instance_ids,
         service_entities=body.service_entities,
@@ -38,16 +38,16 @@ def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep
 
 @router.get("")
 def list_compiles(
-    engine: EngineDep,
-    env: EnvironmentDep,
+    facades: FacadesDep,
+    ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
-    return engine.list_compiles(env, limit=limit, offset=offset)
+    return facades.compiles.list_compiles(ctx, limit=limit, offset=offset)
 
 
 @router.get("/{compile_id}")
-def get_compile(compile_id: str, engine: EngineDep, env: EnvironmentDep) -> CompileOut:
+def get_compile(compile_id: str, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """One compile report."""
-    return engine.get_compile(env, compile_id)
+    return facades.compiles.get_compile(ctx, compile_id)

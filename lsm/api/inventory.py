@@ -1,7 +1,7 @@
 """``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
 
-Thin by design: parse, call the engine, return its view. Every rule (versions, transfers,
-attribute modifiers, identity) lives behind ``Engine``; its errors become responses in
+Thin by design: parse, call the facade, return its view. Every rule (versions, transfers,
+attribute modifiers, identity) lives behind the facades (``lsm.facade``); its errors become responses in
 ``lsm.api.errors``.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.api.deps import ContextDep, FacadesDep
 from lsm.inventory.views import EventOut, InstanceOut
 
 router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
@@ -44,18 +44,18 @@ class SetState(_Body):
 
 
 @router.post("/{entity}")
-def create_instance(entity: str, body: CreateInstance, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def create_instance(entity: str, body: CreateInstance, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """Order a new instance; it starts at version 1 in the lifecycle's initial state."""
-    return engine.create_instance(
-        env, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
+    return facades.inventory.create_instance(
+        ctx, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
     )
 
 
 @router.get("/{entity}")
 def list_instances(
     entity: str,
-    engine: EngineDep,
-    env: EnvironmentDep,
+    facades: FacadesDep,
+    ctx: ContextDep,
     state: Annotated[list[str] | None, Query(description="Only these states (repeatable).")] = None,
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
@@ -63,8 +63,8 @@ def list_instances(
     sort: str = "created_at",
 ) -> list[InstanceOut]:
     """The entity's instances; deleted ones only with ``include_deleted``."""
-    return engine.list_instances(
-        env,
+    return facades.inventory.list_instances(
+        ctx,
         entity,
         states=state or None,
         include_deleted=include_deleted,
@@ -75,26 +75,26 @@ def list_instances(
 
 
 @router.get("/{entity}/{ref}")
-def get_instance(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def get_instance(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """One instance, by id or by ``<identity_attr>=<value>``."""
-    return engine.get_instance(env, entity, ref)
+    return facades.inventory.get_instance(ctx, entity, ref)
 
 
 @router.patch("/{entity}/{ref}")
 def update_instance(
-    entity: str, ref: str, body: UpdateInstance, engine: EngineDep, env: EnvironmentDep
+    entity: str, ref: str, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    return engine.update_instance(
-        env, entity, ref, current_version=body.current_version, attributes=body.attributes
+    return facades.inventory.update_instance(
+        ctx, entity, ref, current_version=body.current_version, attributes=body.attributes
     )
 
 
 @router.post("/{entity}/{ref}/state")
-def set_state(entity: str, ref: str, body: SetState, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def set_state(entity: str, ref: str, body: SetState, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
-    return engine.set_state(
-        env,
+    return facades.inventory.set_state(
+        ctx,
         entity,
         ref,
         current_version=body.current_version,
@@ -105,25 +105,25 @@ def set_state(entity: str, ref: str, body: SetState, engine: EngineDep, env: Env
 
 @router.delete("/{entity}/{ref}")
 def delete_instance(
-    entity: str, ref: str, current_version: int, engine: EngineDep, env: EnvironmentDep
+    entity: str, ref: str, current_version: int, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
-    return engine.delete_instance(env, entity, ref, current_version=current_version)
+    return facades.inventory.delete_instance(ctx, entity, ref, current_version=current_version)
 
 
 @router.get("/{entity}/{ref}/log")
-def instance_log(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[EventOut]:
+def instance_log(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> list[EventOut]:
     """The instance's event log, oldest first."""
-    return engine.instance_log(env, entity, ref)
+    return facades.inventory.instance_log(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/resources")
-def instance_resources(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+def instance_resources(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
     """The instance's resources and their deploy state."""
-    return engine.instance_resources(env, entity, ref)
+    return facades.inventory.instance_resources(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/diagnose")
-def diagnose(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+def diagnose(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
     """Why the instance is where it is: failing validation, failed resources, pending compile."""
-    return engine.diagnose(env, entity, ref)
+    return facades.inventory.diagnose(ctx, entity, ref)

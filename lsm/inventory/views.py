@@ -59,6 +59,8 @@ class EventOut(BaseModel):
     compile_id: str | None
     is_error: bool
     created_at: datetime
+    actor: str | None = None
+    request_id: str | None = None
 
     @classmethod
     def from_row(cls, row: EventRow) -> EventOut:
@@ -74,6 +76,8 @@ class EventOut(BaseModel):
             compile_id=row.compile_id,
             is_error=row.is_error,
             created_at=row.created_at,
+            actor=row.actor,
+            request_id=row.request_id,
         )
 
 
@@ -92,6 +96,8 @@ class CompileOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    actor: str | None = None
+    request_id: str | None = None
 
     @classmethod
     def from_row(cls, row: CompileRow) -> CompileOut:
@@ -110,6 +116,8 @@ class CompileOut(BaseModel):
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,
+            actor=row.actor,
+            request_id=row.request_id,
         )
 
 
