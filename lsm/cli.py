@@ -82,7 +82,13 @@ def fail(exc: LsmError) -> typer.Exit:
     """Print an engine error (message, then details) and give the exit to raise."""
     err.print(f"[red]error:[/] {escape(exc.message)}")
     for key, value in exc.details.items():
-        if key == "errors" and isinstance(value, list):
+        if key == "items" and isinstance(value, list):  # a bulk request: every refused item
+            for item in value:
+                if isinstance(item, dict):
+                    named = f" ({item['id']})" if item.get("id") else ""
+                    where = f"{item.get('op')}[{item.get('index')}]{named}"
+                    err.print(f"  - {escape(where)}: {escape(str(item.get('message', '')))}")
+        elif key == "errors" and isinstance(value, list):
             for item in value:
                 if isinstance(item, dict) and "path" in item:
                     err.print(f"  - {escape(str(item['path']))}: {escape(str(item.get('reason', '')))}")
@@ -396,6 +402,64 @@ def instance_create(
         lambda c: c.create_instance(entity, values, instance_id=instance_id, initial_state=initial_state),
         _show_instance,
     )
+
+
+@instance_app.command("bulk")
+def instance_bulk(
+    file: Annotated[
+        str, typer.Argument(help="JSON or YAML file: {entity?, create: [...], update: [...]}; - for stdin.")
+    ],
+    entity: Annotated[
+        str | None, typer.Option("--entity", help="Entity (API name); else the file's `entity`.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Create and update many instances in one transaction: all of them, or none.
+
+    create items are {attributes, service_instance_id?}; update items are {id, current_version,
+    attributes}, id being an instance id or <identity_attr>=<value>. On a refusal every
+    refused item is listed and nothing is written.
+    """
+    data = _read_bulk_file(file)
+    name = entity or data.get("entity")
+    if not isinstance(name, str) or not name:
+        raise typer.BadParameter(
+            "name the entity with --entity or an `entity` key in the file", param_hint="--entity"
+        )
+    create, update = data.get("create") or [], data.get("update") or []
+    if not isinstance(create, list) or not isinstance(update, list):
+        raise typer.BadParameter("`create` and `update` must be lists", param_hint="FILE")
+
+    def show(result: dict[str, Any]) -> None:
+        for title, key in (("created", "created"), ("updated", "updated")):
+            if result.get(key):
+                out.print(_instances_table(result[key], f"{name} instances {title}"))
+        out.print(f"{len(result.get('created', []))} created, {len(result.get('updated', []))} updated")
+
+    call(url, environment, as_json, lambda c: c.bulk(name, create=create, update=update), show)
+
+
+def _read_bulk_file(file: str) -> dict[str, Any]:
+    """The bulk request of a JSON or YAML file (YAML is a superset of JSON: one parser reads both)."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise typer.BadParameter(f"can not read {file}: {exc.strerror or exc}", param_hint="FILE") from None
+    except yaml.YAMLError as exc:
+        raise typer.BadParameter(f"{file} is neither JSON nor YAML: {exc}", param_hint="FILE") from None
+    if not isinstance(data, dict):
+        raise typer.BadParameter(
+            f"{file} must hold an object with `create` and/or `update`", param_hint="FILE"
+        )
+    return data
 
 
 @instance_app.command("list")

@@ -138,6 +138,22 @@ def test_bad_command_line_input_is_a_usage_error(lsm: Any) -> None:
         assert result.exit_code == 2, result.output
 
 
+def test_instance_bulk_reads_json_or_yaml_and_lists_every_refused_item(lsm: Any, tmp_path: Path) -> None:
+    good = tmp_path / "notes.yaml"
+    good.write_text("entity: note\ncreate:\n  - attributes: {title: y1}\n  - attributes: {title: y2}\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"create": [{"attributes": {}}, {"attributes": {"title": 1}}]}))
+
+    created = lsm("instance", "bulk", str(good))
+    refused = lsm("instance", "bulk", str(bad), "--entity", "note")
+
+    assert created.exit_code == 0, created.output
+    assert "2 created, 0 updated" in created.stdout
+    assert refused.exit_code == 1
+    assert "create[0]" in refused.stderr and "create[1]" in refused.stderr
+    assert len(as_json(lsm("instance", "list", "note", "--json"))) == 2
+
+
 def test_compile_requests(lsm: Any) -> None:
     full = as_json(lsm("compile", "--json"))
     partial = as_json(lsm("compile", "--entity", "note", "--exclude", "x", "--json"))

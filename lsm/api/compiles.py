@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.inventory.views import CompileOut
+from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
 router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
-
-
-class CompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["full", "partial"] = "full"
-    instance_ids: list[str] | None = Field(None, description="Partial: these instances (and their trees).")
-    service_entities: list[str] | None = Field(None, description="Partial: every instance of these entities.")
-    exclude: list[str] | None = Field(None, description="Instance ids left out of the request.")
-    wait: bool = Field(False, description="Answer only when the compile finished.")
 
 
 @router.post("")
@@ -33,6 +22,7 @@ def request_compile(body: CompileRequest, facades: FacadesDep, ctx: ContextDep) 
         service_entities=body.service_entities,
         exclude=body.exclude,
         wait=body.wait,
+        timeout=body.timeout,
     )
 
 

@@ -8,25 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.inventory.views import EnvironmentOut
+from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingValue
 
 router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
-
-
-class CreateEnvironment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    model: str | None = Field(None, description="Model path or module; the server's model when absent.")
-
-
-class SettingValue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    value: Any = Field(description="The new value; its type is checked against the setting.")
 
 
 @router.get("")

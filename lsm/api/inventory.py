@@ -10,37 +10,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.inventory.views import EventOut, InstanceOut
+from lsm.schemas.bulk import BulkRequest, BulkResult
+from lsm.schemas.inventory import CreateInstance, EventOut, InstanceOut, SetStateRequest, UpdateInstance
 
 router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
 
 _REF = "an instance id, or <identity_attr>=<value>"
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CreateInstance(_Body):
-    attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
-    service_instance_id: str | None = Field(
-        None, description="A chosen instance id (a UUID); generated if absent."
-    )
-    initial_state: str | None = Field(None, description="One of the lifecycle's alternative initial states.")
-
-
-class UpdateInstance(_Body):
-    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
-    attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
-
-
-class SetState(_Body):
-    current_version: int
-    target_state: str
-    message: str | None = None
 
 
 @router.post("/{entity}")
@@ -49,6 +26,12 @@ def create_instance(entity: str, body: CreateInstance, facades: FacadesDep, ctx:
     return facades.inventory.create_instance(
         ctx, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
     )
+
+
+@router.post("/{entity}/bulk")
+def bulk(entity: str, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
+    """Create and update many instances at once: all of them, or none and every refused item listed."""
+    return facades.inventory.bulk(ctx, entity, create=body.create, update=body.update)
 
 
 @router.get("/{entity}")
@@ -91,7 +74,9 @@ def update_instance(
 
 
 @router.post("/{entity}/{ref}/state")
-def set_state(entity: str, ref: str, body: SetState, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
+def set_state(
+    entity: str, ref: str, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
+) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
     return facades.inventory.set_state(
         ctx,

@@ -99,6 +99,22 @@ class Routes(ABC, Generic[ObjT, ListT]):
         )
         return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}", json=body))
 
+    def bulk(
+        self,
+        entity: str,
+        *,
+        create: list[dict[str, Any]] | None = None,
+        update: list[dict[str, Any]] | None = None,
+    ) -> ObjT:
+        """Create (``{attributes, service_instance_id?}``) and update (``{id, current_version,
+        attributes}``) many instances in one transaction: all of them or none.
+
+        The answer is ``{"created": [...], "updated": [...]}``; a refusal raises the error of
+        the worst item with ``items`` listing every refused one (``index``, ``op``, ``message``).
+        """
+        body = {"create": list(create or []), "update": list(update or [])}
+        return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}/bulk", json=body))
+
     def list_instances(
         self,
         entity: str,

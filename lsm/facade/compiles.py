@@ -14,12 +14,11 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import CompileOrder, enqueue
-from lsm.inventory.views import CompileOut
+from lsm.inventory.views import compile_out
+from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
 
 FINISHED = (CompileStatus.SUCCESS.value, CompileStatus.FAILED.value)
-#: the longest a caller may wait for a compile (seconds)
-MAX_WAIT = 300.0
 
 
 class CompilesFacade:
@@ -37,7 +36,7 @@ class CompilesFacade:
         service_entities: list[str] | None = None,
         exclude: list[str] | None = None,
         wait: bool = False,
-        timeout: float = MAX_WAIT,
+        timeout: float = MAX_COMPILE_WAIT,
     ) -> CompileOut:
         env = self.core.environments.context(ctx.environment)
         if kind not in ("full", "partial"):
@@ -63,13 +62,13 @@ class CompilesFacade:
         self.core.orchestrator.notify(env.env_id)
         if wait:
             return self.wait_for_compile(ctx.in_environment(env.env_id), row.id, timeout=timeout)
-        return CompileOut.from_row(row)
+        return compile_out(row)
 
     def wait_for_compile(
-        self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_WAIT
+        self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_COMPILE_WAIT
     ) -> CompileOut:
         """Poll until the compile (or the compile it was merged into) finished, or ``timeout``."""
-        deadline = time.monotonic() + min(timeout, MAX_WAIT)
+        deadline = time.monotonic() + min(timeout, MAX_COMPILE_WAIT)
         delay = 0.005
         while True:
             out = self.get_compile(ctx, compile_id)
@@ -82,9 +81,9 @@ class CompilesFacade:
         env_id = self.core.environments.context(ctx.environment).env_id
         with self.core.db.read() as session:
             rows = repo.list_compiles(session, env_id, limit=limit, offset=offset)
-        return [CompileOut.from_row(r) for r in rows]
+        return [compile_out(r) for r in rows]
 
     def get_compile(self, ctx: RequestContext, compile_id: str) -> CompileOut:
         env_id = self.core.environments.context(ctx.environment).env_id
         with self.core.db.read() as session:
-            return CompileOut.from_row(repo.get_compile(session, env_id, compile_id))
+            return compile_out(repo.get_compile(session, env_id, compile_id))

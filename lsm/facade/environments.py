@@ -9,7 +9,8 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
-from lsm.inventory.views import EnvironmentOut
+from lsm.inventory.views import environment_out
+from lsm.schemas.environments import EnvironmentOut
 
 
 class EnvironmentsFacade:
@@ -22,7 +23,7 @@ class EnvironmentsFacade:
         with self.core.db.read() as session:
             rows = repo.list_environments(session)
         effective = self.core.environments.effective_settings
-        return [EnvironmentOut.from_row(r, effective(r.settings).model_dump()) for r in rows]
+        return [environment_out(r, effective(r.settings).model_dump()) for r in rows]
 
     def create_environment(self, ctx: RequestContext, name: str, model: str | None = None) -> EnvironmentOut:
         """Create ``name`` (idempotent); a given model replaces the stored one."""
@@ -36,7 +37,7 @@ class EnvironmentsFacade:
         with self.core.db.read() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
         settings = self.core.environments.effective_settings(row.settings).model_dump()
-        return EnvironmentOut.from_row(row, settings)
+        return environment_out(row, settings)
 
     def get_settings(self, ctx: RequestContext) -> dict[str, Any]:
         """Every setting with its description and current value (defaults filled in)."""

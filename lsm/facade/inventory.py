@@ -13,9 +13,11 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.tables import InstanceResourcesRow
-from lsm.inventory.views import CompileOut, EventOut, InstanceOut
+from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
 from lsm.orchestration.imports import import_instances
+from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
+from lsm.schemas.inventory import EventOut, InstanceOut
 
 
 class InventoryFacade:
@@ -29,7 +31,7 @@ class InventoryFacade:
 
     def _execute(self, ctx: RequestContext, command: Command) -> InstanceOut:
         row = self.core.orchestrator.execute(self._env(ctx), command, origin=ctx.origin)
-        return InstanceOut.from_row(row)
+        return instance_out(row)
 
     # -- changes ---------------------------------------------------------------------------------
     def create_instance(
@@ -49,6 +51,18 @@ class InventoryFacade:
     ) -> list[str]:
         """Bulk-import instances straight into ``state`` (see ``lsm.orchestration.imports``)."""
         return import_instances(self.core.db, self._env(ctx), entity, state, attribute_sets)
+
+    def bulk(
+        self, ctx: RequestContext, entity: str, *, create: list[BulkCreate], update: list[BulkUpdate]
+    ) -> BulkResult:
+        """Create and update many instances in one transaction (``Orchestrator.execute_many``)."""
+        commands: list[Command] = [
+            Create(entity, item.attributes, instance_id=item.service_instance_id) for item in create
+        ]
+        commands += [Update(entity, item.id, item.current_version, item.attributes) for item in update]
+        rows = self.core.orchestrator.execute_many(self._env(ctx), commands, origin=ctx.origin)
+        out = [instance_out(row) for row in rows]
+        return BulkResult(created=out[: len(create)], updated=out[len(create) :])
 
     def update_instance(
         self, ctx: RequestContext, entity: str, ref: str, *, current_version: int, attributes: dict[str, Any]
@@ -99,19 +113,19 @@ class InventoryFacade:
                 offset=offset,
                 sort=sort,
             )
-        return [InstanceOut.from_row(r) for r in rows]
+        return [instance_out(r) for r in rows]
 
     def get_instance(self, ctx: RequestContext, entity: str, ref: str) -> InstanceOut:
         env = self._env(ctx)
         binding = env.binding(entity)
         with self.core.db.read() as session:
             row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
-        return InstanceOut.from_row(row)
+        return instance_out(row)
 
     def instance_log(self, ctx: RequestContext, entity: str, ref: str) -> list[EventOut]:
         instance = self.get_instance(ctx, entity, ref)
         with self.core.db.read() as session:
-            return [EventOut.from_row(e) for e in repo.list_events(session, instance.id)]
+            return [event_out(e) for e in repo.list_events(session, instance.id)]
 
     def instance_resources(self, ctx: RequestContext, entity: str, ref: str) -> list[dict[str, Any]]:
         instance = self.get_instance(ctx, entity, ref)
@@ -141,7 +155,7 @@ class InventoryFacade:
             validation = repo.last_validation_compile(session, env.env_id, instance.id)
             pending = repo.pending_compile_for(session, env.env_id, instance.id)
             events = repo.list_events(session, instance.id)
-        last_error = next((EventOut.from_row(e) for e in reversed(events) if e.is_error), None)
+        last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
         return {
             "instance": instance.model_dump(mode="json"),
             "state": instance.state,
@@ -149,10 +163,8 @@ class InventoryFacade:
             "last_error": None if last_error is None else last_error.model_dump(mode="json"),
             "validation_compile": None
             if validation is None
-            else CompileOut.from_row(validation).model_dump(mode="json"),
-            "pending_compile": None
-            if pending is None
-            else CompileOut.from_row(pending).model_dump(mode="json"),
+            else compile_out(validation).model_dump(mode="json"),
+            "pending_compile": None if pending is None else compile_out(pending).model_dump(mode="json"),
             "resources": [
                 r for r in self._resources_of(env, instance) if r.get("status") in ("failed", "skipped")
             ],

@@ -35,6 +35,7 @@ from lsm.errors import (
     IdentityConflict,
     InvalidAttributes,
     InvalidInput,
+    LsmError,
     TransferNotAllowed,
     VersionConflict,
 )
@@ -43,6 +44,7 @@ from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enque
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
+from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
     SYSTEM,
     Auto,
@@ -105,6 +107,73 @@ class Orchestrator:
             self.notify(ctx.env_id)
         return row
 
+    def execute_many(
+        self, ctx: EnvironmentContext, commands: list[Command], *, origin: Origin | None = None
+    ) -> list[InstanceRow]:
+        """Apply every command in ONE transaction, all or nothing; the instances, in order.
+
+        Every command is checked (a refused one does not stop the others from being checked),
+        identity values are unique across the batch too (each create is flushed before the
+        next one looks), and when any item is refused nothing is written and one error names
+        every refused item (``lsm.orchestration.batch``). The auto transfers that follow run
+        afterwards in rounds, one transaction per round for the whole batch.
+        """
+        check_size(commands)
+        origin = origin or SYSTEM
+        where = positions(commands)
+        failures: list[ItemError] = []
+        outcomes: list[Outcome] = []
+        try:
+            with self.db.write() as session:
+                transaction = _Transaction(session, ctx, origin)
+                created: dict[str, int] = {}
+                for (op, index), command in zip(where, commands, strict=True):
+                    try:
+                        outcome = transaction.run(command)
+                    except LsmError as exc:
+                        ref = command.ref if isinstance(command, Update) else None
+                        failures.append(ItemError(op, index, _within_batch(exc, created), ref))
+                        continue
+                    outcomes.append(outcome)
+                    if op == "create":
+                        created[outcome.instance.id] = index
+                if failures:
+                    raise batch_error(failures, len(commands))
+        except IntegrityError as exc:
+            if "identity" in str(exc.orig).lower():
+                raise IdentityConflict(
+                    "identity value already used by another instance (concurrent create); nothing was written"
+                ) from None
+            raise
+        rows = [outcome.instance for outcome in outcomes]
+        queued = bool(transaction.compiles)
+        queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], origin.follow_up())
+        if queued:
+            self.notify(ctx.env_id)
+        return rows
+
+    def _auto_rounds(
+        self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool], origin: Origin
+    ) -> bool:
+        """Fire the auto transfers that follow ``rows`` (updated in place), a round per transaction."""
+        queued = False
+        while True:
+            follow = [
+                (i, command)
+                for i, row in enumerate(rows)
+                if executed[i] and (command := self._auto_command(ctx, row)) is not None
+            ]
+            if not follow:
+                return queued
+            executed = [False] * len(rows)
+            with self.db.write() as session:
+                transaction = _Transaction(session, ctx, origin)
+                for i, command in follow:
+                    outcome = transaction.run(command)
+                    if outcome.executed:
+                        rows[i], executed[i] = outcome.instance, True
+                queued |= bool(transaction.compiles)
+
     def notify(self, env_id: str) -> None:
         """Tell the listeners (the compile worker) that compile requests of ``env_id`` wait."""
         for listener in self.listeners:
@@ -132,6 +201,13 @@ class Orchestrator:
         if transfer is None or transfer.validate or not auto_enabled(binding, row, transfer.config_name):
             return None
         return Auto(instance_id=row.id, expected_version=row.version)
+
+
+def _within_batch(error: LsmError, created: dict[str, int]) -> LsmError:
+    """An identity clash with an instance created earlier in the same batch names that item."""
+    if isinstance(error, IdentityConflict) and error.details.get("instance") in created:
+        error.details["clashes_with"] = {"op": "create", "index": created[error.details["instance"]]}
+    return error
 
 
 def auto_enabled(binding: Binding, row: InstanceRow, config_name: str | None) -> bool:

@@ -140,3 +140,19 @@ async def test_an_unexpected_error_in_process_is_a_500_answer_not_an_exception(
 
     assert type(caught.value) is LsmError
     assert caught.value.kind == "internal" and "a bug" not in caught.value.message
+
+
+def test_bulk_raises_the_worst_items_error_with_every_refused_item(client: Client) -> None:
+    done = client.bulk("note", create=[{"attributes": {"title": "k1"}}])
+    note = done["created"][0]
+
+    with pytest.raises(VersionConflict) as refused:
+        client.bulk(
+            "note",
+            create=[{"attributes": {"title": "k2"}}],
+            update=[{"id": "title=k1", "current_version": 9, "attributes": {"text": "x"}}],
+        )
+
+    assert refused.value.details["index"] == 0 and refused.value.details["id"] == "title=k1"
+    assert [i["op"] for i in refused.value.details["items"]] == ["update"]
+    assert [n["id"] for n in client.list_instances("note")] == [note["id"]]

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from lsm.facade import RequestContext
-from lsm.inventory.views import CompileOut, InstanceOut
 from lsm.model import load_model
 from lsm.orchestration import ResourceOutcome
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.compile_reports import CompileOut
+from lsm.schemas.inventory import InstanceOut
 from tests.compiler.test_partial_equals_full import assert_partial_equals_full
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "tunnel")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lsm.facade import RequestContext
-from lsm.inventory.views import InstanceOut
 from lsm.orchestration import ResourceOutcome, ValidationOutcome
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
 
 
 class Driver:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from lsm.facade import RequestContext
-from lsm.inventory.views import InstanceOut
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
 
 Action = Callable[[Driver, InstanceOut], InstanceOut]
