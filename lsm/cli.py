@@ -26,16 +26,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from lsm.client import DEFAULT_URL, Client
 from lsm.errors import LsmError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from lsm.client import Client
+
+#: the default ``--url``: ``lsm.client.DEFAULT_URL``, repeated so that ``lsm --help`` needs no client
+DEFAULT_URL = "http://127.0.0.1:8888"
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -106,6 +111,8 @@ def _compact(value: Any) -> str:
 @contextmanager
 def errors_reported(url: str | None = None) -> Iterator[None]:
     """Turn ``LsmError`` and transport failures into ``error: ...`` and exit code 1."""
+    import httpx
+
     try:
         yield
     except LsmError as exc:
@@ -125,6 +132,8 @@ def call(
     show: Callable[[Any], None],
 ) -> None:
     """Run one client request and print its answer: raw JSON with ``--json``, else ``show``."""
+    from lsm.client import Client
+
     with errors_reported(url), Client(url, environment) as client:
         result = request(client)
     if as_json:
@@ -168,6 +177,8 @@ _NO_WRAP = frozenset(
 
 
 def _table(title: str | None, columns: tuple[str, ...]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=column in _NO_WRAP)
@@ -175,6 +186,8 @@ def _table(title: str | None, columns: tuple[str, ...]) -> Table:
 
 
 def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
+    from rich.table import Table
+
     table = Table(show_header=False, title=title, title_justify="left", box=None)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -718,6 +731,8 @@ def desired_state(
         if not data:
             out.print("[dim](none)[/]")
             return
+        from rich.table import Table
+
         table = Table(title_justify="left")
         columns = list(dict.fromkeys(k for row in data for k in row))
         for column in columns:

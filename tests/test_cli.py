@@ -239,7 +239,7 @@ def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
         while not exported() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert engine.facades.inventory.get_instance(ctx, "network", created.id).state == "creating"
-        assert engine.facades.desired_state.list_desired_states(ctx)[0]["resource_count"] == 3
+        assert engine.facades.desired_state.list_desired_states(ctx)[0].resource_count == 3
     finally:
         worker.send_signal(signal.SIGINT)
         worker.wait(timeout=30)

@@ -7,18 +7,19 @@ from typing import Any
 from fastapi import APIRouter
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.catalog import EntityOut, LifecycleOut
 
 router = APIRouter(tags=["service catalog"])
 
 
 @router.get("/lsm/v1/service_catalog")
-def list_catalog(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
+def list_catalog(facades: FacadesDep, ctx: ContextDep) -> list[EntityOut]:
     """Every entity: attributes, relations, identity, owner, lifecycle and an instance summary."""
     return facades.catalog.list_entities(ctx)
 
 
 @router.get("/lsm/v1/service_catalog/{entity}")
-def get_entity(entity: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
+def get_entity(entity: str, facades: FacadesDep, ctx: ContextDep) -> EntityOut:
     """One entity of the catalog."""
     return facades.catalog.get_entity(ctx, entity)
 
@@ -30,6 +31,6 @@ def get_entity_schema(entity: str, facades: FacadesDep, ctx: ContextDep) -> dict
 
 
 @router.get("/lsm/v1/lifecycles/{name}")
-def get_lifecycle(name: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
+def get_lifecycle(name: str, facades: FacadesDep, ctx: ContextDep) -> LifecycleOut:
     """A lifecycle by name: its states and transfers (SEMANTICS.md section 1)."""
     return facades.catalog.lifecycle(ctx, name)

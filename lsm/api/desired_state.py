@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
 
 router = APIRouter(prefix="/api/v1/desired_state", tags=["desired state"])
 
@@ -17,18 +18,20 @@ def list_desired_states(
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
-) -> list[dict[str, Any]]:
+) -> list[DesiredStateVersionOut]:
     """Versions, newest first."""
     return facades.desired_state.list_desired_states(ctx, limit=limit, offset=offset)
 
 
 @router.get("/{version}")
-def get_desired_state(version: int, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
+def get_desired_state(version: int, facades: FacadesDep, ctx: ContextDep) -> DesiredStateOut:
     """One version: its resource sets (name -> resource ids) and the shared ids."""
     return facades.desired_state.desired_state(ctx, version)
 
 
 @router.get("/{version}/resources")
-def get_desired_state_resources(version: int, facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
+def get_desired_state_resources(
+    version: int, facades: FacadesDep, ctx: ContextDep
+) -> list[DesiredStateResourceOut]:
     """The version's resources: id, set, attributes, requires."""
     return facades.desired_state.desired_state_resources(ctx, version)

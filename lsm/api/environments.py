@@ -5,12 +5,10 @@ Here the environment is named in the path, not by the ``X-LSM-Environment`` head
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingValue
+from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingOut, SettingValue
 
 router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
 
@@ -31,7 +29,7 @@ def get_environment(env: str, facades: FacadesDep, ctx: ContextDep) -> Environme
 
 
 @router.get("/{env}/settings")
-def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
+def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
     """Every setting with its current value (defaults filled in)."""
     return facades.environments.get_settings(ctx.in_environment(env))
 
@@ -39,6 +37,6 @@ def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, An
 @router.put("/{env}/settings/{key}")
 def set_setting(
     env: str, key: str, body: SettingValue, facades: FacadesDep, ctx: ContextDep
-) -> dict[str, Any]:
+) -> dict[str, SettingOut]:
     """Set one setting; unknown keys and ill-typed values are 422."""
     return facades.environments.set_setting(ctx.in_environment(env), key, body.value)

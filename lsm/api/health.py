@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from lsm.api.deps import ContextDep, is_ready
 from lsm.api.errors import error_response
+from lsm.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=None)
-def health(ready: Annotated[bool, Depends(is_ready)], _ctx: ContextDep) -> dict[str, Any] | JSONResponse:
+def health(ready: Annotated[bool, Depends(is_ready)], _ctx: ContextDep) -> HealthOut | JSONResponse:
     if not ready:
         return error_response(503, "unavailable", "the engine is not ready yet", status="starting")
-    return {"status": "ok"}
+    return HealthOut(status="ok")

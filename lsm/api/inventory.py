@@ -7,13 +7,21 @@ attribute modifiers, identity) lives behind the facades (``lsm.facade``); its er
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.schemas.bulk import BulkRequest, BulkResult
-from lsm.schemas.inventory import CreateInstance, EventOut, InstanceOut, SetStateRequest, UpdateInstance
+from lsm.schemas.inventory import (
+    CreateInstance,
+    DiagnosisOut,
+    EventOut,
+    InstanceOut,
+    InstanceResourceOut,
+    SetStateRequest,
+    UpdateInstance,
+)
 
 router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
 
@@ -103,12 +111,14 @@ def instance_log(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) ->
 
 
 @router.get("/{entity}/{ref}/resources")
-def instance_resources(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
+def instance_resources(
+    entity: str, ref: str, facades: FacadesDep, ctx: ContextDep
+) -> list[InstanceResourceOut]:
     """The instance's resources and their deploy state."""
     return facades.inventory.instance_resources(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/diagnose")
-def diagnose(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
+def diagnose(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> DiagnosisOut:
     """Why the instance is where it is: failing validation, failed resources, pending compile."""
     return facades.inventory.diagnose(ctx, entity, ref)

@@ -7,6 +7,7 @@ from typing import Any
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
+from lsm.schemas.catalog import EntityOut, LifecycleOut
 
 
 class CatalogFacade:
@@ -15,20 +16,20 @@ class CatalogFacade:
     def __init__(self, core: Core) -> None:
         self.core = core
 
-    def list_entities(self, ctx: RequestContext) -> list[dict[str, Any]]:
+    def list_entities(self, ctx: RequestContext) -> list[EntityOut]:
         env = self.core.environments.context(ctx.environment)
         return [self.get_entity(ctx.in_environment(env.env_id), name) for name in env.catalog.names()]
 
-    def get_entity(self, ctx: RequestContext, entity: str) -> dict[str, Any]:
+    def get_entity(self, ctx: RequestContext, entity: str) -> EntityOut:
         env = self.core.environments.context(ctx.environment)
-        out = env.catalog.describe(entity)
-        out["lifecycle"] = self.lifecycle(ctx, env.binding(entity).lifecycle)
+        described = env.catalog.describe(entity)
         with self.core.db.read() as session:
-            out["instance_summary"] = repo.count_by_state(session, env.env_id, entity)
-        return out
+            summary = repo.count_by_state(session, env.env_id, entity)
+        lifecycle = self.lifecycle(ctx, env.binding(entity).lifecycle)
+        return EntityOut.model_validate({**described, "lifecycle": lifecycle, "instance_summary": summary})
 
     def entity_schema(self, ctx: RequestContext, entity: str) -> dict[str, Any]:
         return self.core.environments.context(ctx.environment).catalog.json_schema(entity)
 
-    def lifecycle(self, ctx: RequestContext, name: str) -> dict[str, Any]:
-        return self.core.lifecycles.get(name).model_dump(mode="json")
+    def lifecycle(self, ctx: RequestContext, name: str) -> LifecycleOut:
+        return LifecycleOut.model_validate(self.core.lifecycles.get(name).model_dump(mode="json"))

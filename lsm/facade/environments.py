@@ -10,7 +10,7 @@ from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.views import environment_out
-from lsm.schemas.environments import EnvironmentOut
+from lsm.schemas.environments import EnvironmentOut, SettingOut
 
 
 class EnvironmentsFacade:
@@ -39,12 +39,12 @@ class EnvironmentsFacade:
         settings = self.core.environments.effective_settings(row.settings).model_dump()
         return environment_out(row, settings)
 
-    def get_settings(self, ctx: RequestContext) -> dict[str, Any]:
+    def get_settings(self, ctx: RequestContext) -> dict[str, SettingOut]:
         """Every setting with its description and current value (defaults filled in)."""
         current = self.get_environment(ctx).settings
-        return {key: {**meta, "value": current[key]} for key, meta in describe_settings().items()}
+        return {key: SettingOut(**meta, value=current[key]) for key, meta in describe_settings().items()}
 
-    def set_setting(self, ctx: RequestContext, key: str, value: Any) -> dict[str, Any]:
+    def set_setting(self, ctx: RequestContext, key: str, value: Any) -> dict[str, SettingOut]:
         """Set one setting (422 for an unknown key or an ill-typed value); every setting after it."""
         typed = validate_setting(key, value)
         with self.core.db.write() as session:

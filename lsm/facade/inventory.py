@@ -17,7 +17,7 @@ from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
 from lsm.orchestration.imports import import_instances
 from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
-from lsm.schemas.inventory import EventOut, InstanceOut
+from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
 
 
 class InventoryFacade:
@@ -127,27 +127,22 @@ class InventoryFacade:
         with self.core.db.read() as session:
             return [event_out(e) for e in repo.list_events(session, instance.id)]
 
-    def instance_resources(self, ctx: RequestContext, entity: str, ref: str) -> list[dict[str, Any]]:
+    def instance_resources(self, ctx: RequestContext, entity: str, ref: str) -> list[InstanceResourceOut]:
         instance = self.get_instance(ctx, entity, ref)
         return self._resources_of(self._env(ctx), instance)
 
-    def _resources_of(self, env: EnvironmentContext, instance: InstanceOut) -> list[dict[str, Any]]:
+    def _resources_of(self, env: EnvironmentContext, instance: InstanceOut) -> list[InstanceResourceOut]:
         """The resources the instance produced in the latest desired state (deploy status: later)."""
         with self.core.db.read() as session:
             row = session.get(InstanceResourcesRow, (env.env_id, instance.id))
         if row is None:
             return []
         return [
-            {
-                "id": rid,
-                "set": row.set_name,
-                "desired_state_version": row.desired_state_version,
-                "status": None,
-            }
+            InstanceResourceOut(id=rid, set=row.set_name, desired_state_version=row.desired_state_version)
             for rid in row.resource_ids
         ]
 
-    def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> dict[str, Any]:
+    def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> DiagnosisOut:
         """Why the instance is where it is: failing validation, failed resources, pending compile."""
         env = self._env(ctx)
         instance = self.get_instance(ctx, entity, ref)
@@ -156,16 +151,13 @@ class InventoryFacade:
             pending = repo.pending_compile_for(session, env.env_id, instance.id)
             events = repo.list_events(session, instance.id)
         last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
-        return {
-            "instance": instance.model_dump(mode="json"),
-            "state": instance.state,
-            "allowed": self.core.lifecycles.machine(env.binding(entity).lifecycle).allowed(instance.state),
-            "last_error": None if last_error is None else last_error.model_dump(mode="json"),
-            "validation_compile": None
-            if validation is None
-            else compile_out(validation).model_dump(mode="json"),
-            "pending_compile": None if pending is None else compile_out(pending).model_dump(mode="json"),
-            "resources": [
-                r for r in self._resources_of(env, instance) if r.get("status") in ("failed", "skipped")
-            ],
-        }
+        allowed = self.core.lifecycles.machine(env.binding(entity).lifecycle).allowed(instance.state)
+        return DiagnosisOut(
+            instance=instance,
+            state=instance.state,
+            allowed=[AllowedTransfer(**a) for a in allowed],
+            last_error=last_error,
+            validation_compile=None if validation is None else compile_out(validation),
+            pending_compile=None if pending is None else compile_out(pending),
+            resources=[r for r in self._resources_of(env, instance) if r.status in ("failed", "skipped")],
+        )

@@ -16,6 +16,14 @@ class EnvironmentOut(BaseModel):
     created_at: datetime
 
 
+class SettingOut(BaseModel):
+    """One setting of an environment: its default, what it does, and its current value."""
+
+    default: Any = None
+    description: str = ""
+    value: Any = None
+
+
 class CreateEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

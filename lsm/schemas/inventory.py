@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lsm.schemas.compile_reports import CompileOut
+
 
 class InstanceOut(BaseModel):
     """One service instance: its state, versions and the three attribute sets."""
@@ -70,3 +72,29 @@ class SetStateRequest(_Body):
     current_version: int
     target_state: str
     message: str | None = None
+
+
+class InstanceResourceOut(BaseModel):
+    """A resource an instance produced in the latest desired state; ``status`` is its deploy state."""
+
+    id: str
+    set: str | None
+    desired_state_version: int
+    status: str | None = None
+
+
+class AllowedTransfer(BaseModel):
+    trigger: str
+    target: str
+
+
+class DiagnosisOut(BaseModel):
+    """Why an instance is where it is: what it may do, its last error, its compiles, its failed resources."""
+
+    instance: InstanceOut
+    state: str
+    allowed: list[AllowedTransfer]
+    last_error: EventOut | None
+    validation_compile: CompileOut | None
+    pending_compile: CompileOut | None
+    resources: list[InstanceResourceOut]

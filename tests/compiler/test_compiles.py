@@ -37,9 +37,7 @@ def test_networks_1000_by_5_give_1000_sets_and_one_shared(engine_factory: Callab
     assert set(content.sets) == set(ids)
     assert {len(resources) for resources in content.sets.values()} == {5}
     assert content.shared == ["net::AgentConfig[internal,name=networks]"]
-    assert (
-        engine.facades.desired_state.desired_state(RequestContext.local(), version)["resource_count"] == 5001
-    )
+    assert engine.facades.desired_state.desired_state(RequestContext.local(), version).resource_count == 5001
 
 
 def test_full_recompile_after_one_change_changes_exactly_one_set(
@@ -83,8 +81,8 @@ def test_simple_instances_go_start_acknowledged_creating(engine_factory: Callabl
     ]
     assert steps == [(None, "start"), ("start", "acknowledged"), ("acknowledged", "creating")]
     latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0]
-    content = engine.facades.desired_state.desired_state(RequestContext.local(), latest["version"])
-    assert sorted(content["sets"][created.id]) == ["net::Host[n1,name=h0]", "net::Host[n1,name=h1]"]
+    content = engine.facades.desired_state.desired_state(RequestContext.local(), latest.version)
+    assert sorted(content.sets[created.id]) == ["net::Host[n1,name=h0]", "net::Host[n1,name=h1]"]
 
 
 def test_failed_validation_rejects_with_the_compile_report_in_the_log(
@@ -133,7 +131,7 @@ def test_model_error_fails_the_export_and_keeps_the_previous_version(
     assert error["error"] == "model_error"
     assert "widget w3 exploded" in error["message"]
     assert "fragile.py" in error["message"] or "fragile.py" in str(error.get("errors"))
-    assert engine.facades.desired_state.list_desired_states(RequestContext.local())[0]["version"] == version
+    assert engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version == version
 
 
 def test_pending_partial_requests_are_batched_into_one_compile(
@@ -191,9 +189,9 @@ def test_embedded_worker_and_wait(engine_factory: Callable[..., ApiRuntime]) -> 
     done = engine.facades.compiles.request_compile(RequestContext.local(), kind="full", wait=True, timeout=60)
     assert done.status == "success"
     assert (
-        engine.facades.desired_state.desired_state(RequestContext.local(), done.desired_state_version or 0)[
-            "resource_count"
-        ]
+        engine.facades.desired_state.desired_state(
+            RequestContext.local(), done.desired_state_version or 0
+        ).resource_count
         == 26
     )
 
@@ -211,13 +209,12 @@ def test_instance_resources_follow_the_latest_desired_state(
     )
     engine.processing.drain()
     resources = engine.facades.inventory.instance_resources(RequestContext.local(), "port", port.id)
-    assert [r["id"] for r in resources] == ["net::Interface[10.0.0.9,name=eth0]"]
-    assert resources[0]["set"] == router.id
-    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0]["version"]
-    assert resources[0]["desired_state_version"] == latest
+    assert [r.id for r in resources] == ["net::Interface[10.0.0.9,name=eth0]"]
+    assert resources[0].set == router.id
+    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version
+    assert resources[0].desired_state_version == latest
     assert [
-        r["id"]
-        for r in engine.facades.inventory.instance_resources(RequestContext.local(), "router", router.id)
+        r.id for r in engine.facades.inventory.instance_resources(RequestContext.local(), "router", router.id)
     ] == ["net::Router[10.0.0.9,name=r9]"]
 
 
@@ -253,13 +250,11 @@ def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callab
             RequestContext.local(), kind="partial", instance_ids=[ids[i % 3]]
         )
         engine.processing.drain()
-    versions = [
-        v["version"] for v in engine.facades.desired_state.list_desired_states(RequestContext.local())
-    ]
+    versions = [v.version for v in engine.facades.desired_state.list_desired_states(RequestContext.local())]
     assert versions == [10, 9, 8]
     with pytest.raises(UnknownVersion):
         engine.facades.desired_state.desired_state(RequestContext.local(), 1)
-    assert engine.facades.desired_state.desired_state(RequestContext.local(), 8)["resource_count"] == 16
+    assert engine.facades.desired_state.desired_state(RequestContext.local(), 8).resource_count == 16
 
 
 def test_import_checks_relations_in_one_batch_and_logs_each_instance(
@@ -314,8 +309,8 @@ def test_recompile_backoff_holds_exports_but_never_validations(
     assert set(
         engine.facades.desired_state.desired_state(
             RequestContext.local(),
-            engine.facades.desired_state.list_desired_states(RequestContext.local())[0]["version"],
-        )["sets"]
+            engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version,
+        ).sets
     ) == {
         *ids,
         created.id,

@@ -48,20 +48,18 @@ class Net:
 
     def latest(self) -> dict[str, Any]:
         """The newest desired-state version, with its sets."""
-        version = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)[
-            0
-        ]["version"]
-        return self.engine.facades.desired_state.desired_state(RequestContext.local(ENV), version)
+        versions = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)
+        return self.engine.facades.desired_state.desired_state(
+            RequestContext.local(ENV), versions[0].version
+        ).model_dump()
 
     def resource(self, resource_id: str) -> dict[str, Any]:
         """A resource of the newest desired state, with the set it is in."""
-        version = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)[
-            0
-        ]["version"]
+        versions = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)
         resources = self.engine.facades.desired_state.desired_state_resources(
-            RequestContext.local(ENV), version
+            RequestContext.local(ENV), versions[0].version
         )
-        return next(r for r in resources if r["id"] == resource_id)
+        return next(r.model_dump() for r in resources if r.id == resource_id)
 
     def last_export(self) -> CompileOut:
         """The newest exporting (non-validation) compile that ran (not merged into another)."""

@@ -38,7 +38,7 @@ def test_lsm_toml_chooses_model_database_and_selector(
     try:
         assert engine.context(None).settings.selector == "relation_closure"
         assert (
-            engine.facades.environments.get_settings(RequestContext.local())["selector"]["value"]
+            engine.facades.environments.get_settings(RequestContext.local())["selector"].value
             == "relation_closure"
         )
         engine.facades.environments.set_setting(
