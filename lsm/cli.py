@@ -130,8 +130,8 @@ def call(
     as_json: bool,
     request: Callable[[Client], Any],
     show: Callable[[Any], None],
-) -> None:
-    """Run one client request and print its answer: raw JSON with ``--json``, else ``show``."""
+) -> Any:
+    """Run one client request and print its answer (raw JSON with ``--json``, else ``show``); the answer."""
     from lsm.client import Client
 
     with errors_reported(url), Client(url, environment) as client:
@@ -140,6 +140,7 @@ def call(
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
         show(result)
+    return result
 
 
 def parse_attributes(attrs: list[str] | None, attributes: str | None) -> dict[str, Any]:
@@ -698,15 +699,54 @@ def compile_(
         if error:
             err.print(f"[red]compile error:[/] {escape(_compact(error))}")
 
-    call(
-        url,
-        environment,
-        as_json,
-        lambda c: c.request_compile(
-            kind=kind, instance_ids=instance_id, service_entities=entity, exclude=exclude, wait=wait
-        ),
-        show,
-    )
+    def request(client: Client) -> dict[str, Any]:
+        def ask() -> dict[str, Any]:
+            return client.request_compile(
+                kind=kind, instance_ids=instance_id, service_entities=entity, exclude=exclude
+            )
+
+        if not wait:
+            return ask()
+        return _follow_compile(client, ask, progress=err.is_terminal and not as_json)
+
+    report = call(url, environment, as_json, request, show)
+    if wait and report.get("status") == "failed":
+        raise typer.Exit(1)
+
+
+def _follow_compile(client: Client, ask: Callable[[], dict[str, Any]], *, progress: bool) -> dict[str, Any]:
+    """Request a compile and follow the event stream until it finished; its final report.
+
+    The stream is opened first, so that the completion cannot slip between the request and the
+    subscription; a compile that finished before the stream saw it is found by the read after.
+    On a terminal a spinner shows the steps; otherwise each step is a plain line on stderr.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with client.events() as stream:
+        queued = ask()
+        report = client.get_compile(queued["id"])
+        if report["status"] in ("success", "failed"):
+            return report
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True, disable=not progress) as bar:
+            task = bar.add_task(f"compile {queued['id'][:8]} {report['status']}", total=None)
+            for event in stream:
+                line = _event_line(event.event, event.data)
+                if progress:
+                    bar.update(task, description=line)
+                else:
+                    err.print(escape(line))
+                if event.event == "compile_finished" and event.data.get("id") == queued["id"]:
+                    break
+    return client.get_compile(queued["id"])
+
+
+def _event_line(kind: str, data: dict[str, Any]) -> str:
+    if kind == "compile_finished":
+        return f"compile {str(data.get('id'))[:8]} ({data.get('kind')}) {data.get('status')}"
+    instance = str(data.get("instance_id"))[:8]
+    return f"{data.get('service_entity')} {instance}: {data.get('source')} → {data.get('target')}"
 
 
 @app.command("desired-state")

@@ -369,3 +369,16 @@ def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
     assert "start → acknowledged" in result.stdout  # the validation compile ran
     assert "desired state: version" in result.stdout
     assert "quickstart finished" in result.stdout
+
+
+def test_compile_wait_follows_the_stream_and_a_failed_compile_exits_1(tmp_path: Path) -> None:
+    runner = CliRunner()
+    database = f"sqlite:///{tmp_path / 'lsm.db'}"
+    with running_engine("tests.models.fragile", database) as engine, served_url(engine) as base:
+        ctx = RequestContext.local()
+        engine.facades.inventory.import_instances(ctx, "widget", "up", [{"name": "w1", "explode": True}])
+
+        result = runner.invoke(app, ["compile", "--full", "--wait", "--url", base], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1, result.output
+    assert "failed" in result.stdout

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
 
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
@@ -13,17 +15,24 @@ router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
 
 
 @router.post("")
-def request_compile(body: CompileRequest, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
-    """Request a compile; the report, final when ``wait`` was given."""
-    return facades.compiles.request_compile(
-        ctx,
-        kind=body.kind,
-        instance_ids=body.instance_ids,
-        service_entities=body.service_entities,
-        exclude=body.exclude,
-        wait=body.wait,
-        timeout=body.timeout,
+async def request_compile(body: CompileRequest, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
+    """Request a compile; the report, final when ``wait`` was given (or as it stands at ``timeout``).
+
+    Async so that a waiting request holds no worker thread: only the database reads run in one.
+    """
+    queued = await run_in_threadpool(
+        partial(
+            facades.compiles.request_compile,
+            ctx,
+            kind=body.kind,
+            instance_ids=body.instance_ids,
+            service_entities=body.service_entities,
+            exclude=body.exclude,
+        )
     )
+    if not body.wait:
+        return queued
+    return await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout)
 
 
 @router.get("")

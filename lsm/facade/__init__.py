@@ -16,7 +16,9 @@ from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
 from lsm.facade.core import Core, EnvironmentContexts
 from lsm.facade.desired_state import DesiredStateFacade
 from lsm.facade.environments import EnvironmentsFacade
+from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.inventory import InventoryFacade
+from lsm.facade.signal import ChangeSignal
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Facades:
     inventory: InventoryFacade
     compiles: CompilesFacade
     desired_state: DesiredStateFacade
+    events: EventsFacade
 
     @classmethod
     def over(cls, core: Core) -> Facades:
@@ -37,18 +40,23 @@ class Facades:
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core),
+            events=EventsFacade(core),
         )
 
 
 __all__ = [
     "LOCAL_ACTOR",
     "CatalogFacade",
+    "ChangeSignal",
     "CompilesFacade",
     "Core",
+    "Cursor",
     "DesiredStateFacade",
     "EnvironmentContexts",
     "EnvironmentsFacade",
+    "EventsFacade",
     "Facades",
+    "FeedItem",
     "InventoryFacade",
     "RequestContext",
     "new_request_id",

@@ -7,6 +7,7 @@ the orchestrator's listeners.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from lsm.errors import InvalidInput
@@ -76,6 +77,25 @@ class CompilesFacade:
                 return out
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+
+    async def wait_for_compile_async(
+        self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_COMPILE_WAIT, poll: float = 0.5
+    ) -> CompileOut:
+        """Wait, without holding a thread, until the compile finished or ``timeout`` (max 300 s) passed.
+
+        Woken at once by compiles finished in this process (``Core.changes``); a compile finished
+        by another process is seen at the next look at the database, every ``poll`` seconds.
+        The database is read in a worker thread, only while looking.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(timeout, MAX_COMPILE_WAIT)
+        while True:
+            with self.core.changes.listener() as heard:
+                out = await asyncio.to_thread(self.get_compile, ctx, compile_id)
+                remaining = deadline - loop.time()
+                if out.status in FINISHED or remaining <= 0:
+                    return out
+                await heard.wait(min(poll, remaining))
 
     def list_compiles(self, ctx: RequestContext, *, limit: int = 50, offset: int = 0) -> list[CompileOut]:
         env_id = self.core.environments.context(ctx.environment).env_id

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from lsm.desired_state import DesiredStateStore
+from lsm.facade.signal import ChangeSignal
 from lsm.inventory.database import Database
 from lsm.inventory.settings import EnvironmentSettings
 from lsm.inventory.tables import EnvironmentRow
@@ -41,3 +42,5 @@ class Core:
     lifecycles: LifecycleRegistry
     orchestrator: Orchestrator
     store: DesiredStateStore
+    #: wakes waiters of this process when instances or compiles changed
+    changes: ChangeSignal

@@ -77,11 +77,16 @@ class Outcome:
 
 
 class Orchestrator:
-    """Runs commands against one database; ``listeners`` hear of newly queued compiles."""
+    """Runs commands against one database.
+
+    ``listeners`` hear of newly queued compiles (the compile processing); ``watchers`` of every
+    committed change (the event stream and compile waiters of this process).
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.listeners: list[Callable[[str], None]] = []
+        self.watchers: list[Callable[[str], None]] = []
 
     # -- the entry point ---------------------------------------------------------------------
     def execute(
@@ -105,6 +110,7 @@ class Orchestrator:
             queued.extend(outcome.compiles)
         if queued:
             self.notify(ctx.env_id)
+        self._changed(ctx.env_id)
         return row
 
     def execute_many(
@@ -150,6 +156,7 @@ class Orchestrator:
         queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], origin.follow_up())
         if queued:
             self.notify(ctx.env_id)
+        self._changed(ctx.env_id)
         return rows
 
     def _auto_rounds(
@@ -181,6 +188,14 @@ class Orchestrator:
                 listener(env_id)
             except Exception:  # a listener must never undo a committed transfer
                 log.exception("compile listener failed")
+        self._changed(env_id)
+
+    def _changed(self, env_id: str) -> None:
+        for watcher in self.watchers:
+            try:
+                watcher(env_id)
+            except Exception:  # a watcher must never undo a committed transfer
+                log.exception("change watcher failed")
 
     def _execute_once(self, ctx: EnvironmentContext, command: Command, origin: Origin) -> Outcome:
         try:

@@ -24,15 +24,16 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from fastapi import FastAPI
 
 from lsm.api import create_app
-from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
+from lsm.compiler import Batch, CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore
-from lsm.facade import Core, Facades
+from lsm.facade import ChangeSignal, Core, Facades
 from lsm.inventory.database import Database
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
@@ -83,14 +84,26 @@ def build_compile_processing(
     store: DesiredStateStore,
     *,
     poll_interval: float = 1.0,
+    on_finished: Callable[[str], None] = lambda _env_id: None,
 ) -> WorkerProcessing:
-    """The compile queue, its locks, the runner and the worker: the one place they are built."""
+    """The compile queue, its locks, the runner and the worker: the one place they are built.
+
+    ``on_finished(env_id)`` is called after each batch of compiles finished (the waiters and the
+    event stream of this process hear of it at once instead of at their next poll).
+    """
     queue = CompileQueue(db)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
+
+    def run_batch(env_id: str, batch: Batch) -> None:
+        try:
+            runner.run_batch(env_id, batch)
+        finally:
+            on_finished(env_id)
+
     worker = CompileWorker(
         queue,
         EnvironmentLocks(db),
-        runner.run_batch,
+        run_batch,
         lambda env_id: environments.context(env_id).settings,
         poll_interval=poll_interval,
     )
@@ -102,12 +115,16 @@ def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, 
     database = db if db is not None else Database(config.database_url)
     lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
     environments = Environments(database, lifecycles, config.environment, config.settings)
+    orchestrator = Orchestrator(database)
+    changes = ChangeSignal()
+    orchestrator.watchers.append(changes.notify)
     core = Core(
         db=database,
         environments=environments,
         lifecycles=lifecycles,
-        orchestrator=Orchestrator(database),
+        orchestrator=orchestrator,
         store=DesiredStateStore(database),
+        changes=changes,
     )
     return core, environments
 
@@ -204,7 +221,9 @@ class WorkerRuntime(_Runtime):
 def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime:
     """An API process over ``config`` (not started: call ``start()``, then ``stop()``)."""
     core, environments = build_core(config, db)
-    processing = build_compile_processing(core.db, environments, core.orchestrator, core.store)
+    processing = build_compile_processing(
+        core.db, environments, core.orchestrator, core.store, on_finished=core.changes.notify
+    )
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 
 
@@ -214,6 +233,11 @@ def build_worker(
     """A compile-worker process over ``config`` (not started); polls every ``poll_interval`` seconds."""
     core, environments = build_core(config, db)
     processing = build_compile_processing(
-        core.db, environments, core.orchestrator, core.store, poll_interval=poll_interval
+        core.db,
+        environments,
+        core.orchestrator,
+        core.store,
+        poll_interval=poll_interval,
+        on_finished=core.changes.notify,
     )
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
