@@ -30,7 +30,7 @@ ROUTERS = (
 
 
 def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True) -> FastAPI:
-    """The HTTP API of API.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``."""
+    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``."""
     app = FastAPI(
         title="lsm-engine",
         version=_version(),

@@ -32,5 +32,5 @@ def get_entity_schema(entity: str, facades: FacadesDep, ctx: ContextDep) -> dict
 
 @router.get("/lsm/v1/lifecycles/{name}")
 def get_lifecycle(name: str, facades: FacadesDep, ctx: ContextDep) -> LifecycleOut:
-    """A lifecycle by name: its states and transfers (SEMANTICS.md section 1)."""
+    """A lifecycle by name: its states and transfers (docs/semantics.md §1)."""
     return facades.catalog.lifecycle(ctx, name)

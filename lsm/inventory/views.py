@@ -16,7 +16,7 @@ from lsm.schemas.inventory import EventOut, InstanceOut
 
 
 def instance_out(row: InstanceRow) -> InstanceOut:
-    """The API body of an instance (API.md "Instance body")."""
+    """The API body of an instance (docs/api.md §4)."""
     return InstanceOut(
         id=row.id,
         service_entity=row.entity,

@@ -25,20 +25,25 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from fastapi import FastAPI
 
 from lsm.api import create_app
-from lsm.compiler import Batch, CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
+from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore
 from lsm.facade import ChangeSignal, Core, Facades
+from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.environments import Environments
+from lsm.services import ServiceLoop
+from lsm.services.leases import Lease, process_identity
+from lsm.services.scheduler import Scheduler
+from lsm.services.singleton import hold_sqlite_worker
+from lsm.services.wakeup import Listener
 
 
 class CompileProcessing(Protocol):
@@ -57,24 +62,57 @@ class CompileProcessing(Protocol):
         """Run every compile this process can claim now, in the calling thread (tests, benchmarks)."""
 
 
-@dataclass
 class WorkerProcessing:
-    """Compile processing by a ``CompileWorker`` thread over the ``CompileQueue``."""
+    """Compile processing by the service loop (``lsm.services``) over the leased compile queue.
 
-    worker: CompileWorker
-    runner: CompileRunner
+    The loop runs the compile service and the scheduler (``auto_full_compile``); on PostgreSQL a
+    LISTEN connection wakes it when another process queued work; on SQLite this process holds
+    the one worker lease SQLite allows (a second worker is refused at ``start``).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        runner: CompileRunner,
+        compiles: CompileService,
+        scheduler: Scheduler,
+        loop: ServiceLoop,
+        *,
+        role: str,
+    ) -> None:
+        self.db = db
+        self.runner = runner
+        self.compiles = compiles
+        self.scheduler = scheduler
+        self.loop = loop
+        self.listener = Listener(db, loop.wake)
+        self.role = role
+        self._lease: Lease | None = None
 
     def start(self) -> None:
-        self.worker.start()
+        if self.db.is_sqlite:
+            self._lease = hold_sqlite_worker(self.db, self.role)
+        self.loop.start()
+        self.listener.start()
 
     def stop(self) -> None:
-        self.worker.stop()
+        """Stop (safe when never started: ``drain`` may have taken the scheduler's lease)."""
+        self.listener.stop()
+        self.loop.stop()
+        self.scheduler.shutdown()
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def wake(self, env_id: str | None = None) -> None:
-        self.worker.wake(env_id)
+        self.loop.wake(env_id)
 
     def drain(self) -> int:
-        return self.worker.drain()
+        return self.loop.drain()
+
+    def keep_lease(self) -> None:
+        if self._lease is not None:
+            self._lease.keep()
 
 
 def build_compile_processing(
@@ -82,32 +120,41 @@ def build_compile_processing(
     environments: Environments,
     orchestrator: Orchestrator,
     store: DesiredStateStore,
+    config: ServerConfig,
     *,
-    poll_interval: float = 1.0,
     on_finished: Callable[[str], None] = lambda _env_id: None,
 ) -> WorkerProcessing:
-    """The compile queue, its locks, the runner and the worker: the one place they are built.
+    """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
+    they are built.
 
-    ``on_finished(env_id)`` is called after each batch of compiles finished (the waiters and the
+    ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
     event stream of this process hear of it at once instead of at their next poll).
     """
-    queue = CompileQueue(db)
+    queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
+    owner, _ = process_identity(config.role)
+    compiles = CompileService(queue, EnvironmentLocks(db), runner, environments.context, worker=owner)
+    compiles.listeners.append(on_finished)
 
-    def run_batch(env_id: str, batch: Batch) -> None:
-        try:
-            runner.run_batch(env_id, batch)
-        finally:
-            on_finished(env_id)
+    def schedules() -> list[tuple[str, str]]:
+        """Every environment's ``auto_full_compile`` cron (the scheduler's view)."""
+        with db.read() as session:
+            rows = repo.list_environments(session)
+        return [(r.id, environments.effective_settings(r.settings).auto_full_compile) for r in rows]
 
-    worker = CompileWorker(
-        queue,
-        EnvironmentLocks(db),
-        run_batch,
-        lambda env_id: environments.context(env_id).settings,
-        poll_interval=poll_interval,
+    scheduler = Scheduler(db, schedules)
+    keepalives: list[Callable[[], None]] = [scheduler.keepalive]
+    loop = ServiceLoop(
+        [compiles, scheduler],
+        threads=config.worker_threads,
+        poll_interval=config.poll_interval,
+        keepalives=keepalives,
+        heartbeat_interval=min(5.0, config.lease_ttl / 3),
+        name=config.role,
     )
-    return WorkerProcessing(worker, runner)
+    processing = WorkerProcessing(db, runner, compiles, scheduler, loop, role=config.role)
+    keepalives.append(processing.keep_lease)
+    return processing
 
 
 def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, Environments]:
@@ -183,9 +230,9 @@ class _Runtime:
         """Stop processing; dispose of the database when this runtime opened it."""
         self.ready = False
         if self._processing_started:
-            self.processing.stop()
             self.orchestrator.listeners.remove(self.processing.wake)
             self._processing_started = False
+        self.processing.stop()  # also when never started: a drain may hold the scheduler's lease
         if self._owns_db:
             self.db.dispose()
 
@@ -222,22 +269,15 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
     """An API process over ``config`` (not started: call ``start()``, then ``stop()``)."""
     core, environments = build_core(config, db)
     processing = build_compile_processing(
-        core.db, environments, core.orchestrator, core.store, on_finished=core.changes.notify
+        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
     )
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 
 
-def build_worker(
-    config: ServerConfig, *, db: Database | None = None, poll_interval: float = 1.0
-) -> WorkerRuntime:
-    """A compile-worker process over ``config`` (not started); polls every ``poll_interval`` seconds."""
+def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerRuntime:
+    """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback poll)."""
     core, environments = build_core(config, db)
     processing = build_compile_processing(
-        core.db,
-        environments,
-        core.orchestrator,
-        core.store,
-        poll_interval=poll_interval,
-        on_finished=core.changes.notify,
+        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
     )
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)

@@ -1,6 +1,6 @@
 """The service catalog and lifecycles: the bodies of ``/lsm/v1/service_catalog`` and ``/lsm/v1/lifecycles``.
 
-These mirror ``lsm.catalog`` and ``lsm.lifecycle`` (SEMANTICS.md section 1) with plain types,
+These mirror ``lsm.catalog`` and ``lsm.lifecycle`` (docs/semantics.md §1) with plain types,
 so that a client can read them without importing the engine's model layer.
 """
 
@@ -53,7 +53,7 @@ class TransferOut(BaseModel):
     target: str
     error: str | None = None
     trigger: str
-    #: ``validate`` on the wire (the name of SEMANTICS.md); it would shadow ``BaseModel.validate``
+    #: ``validate`` on the wire (the name of docs/semantics.md §1); it would shadow ``BaseModel.validate``
     validates: bool = Field(False, alias="validate")
     target_operation: str | None = None
     error_operation: str | None = None

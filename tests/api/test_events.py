@@ -39,7 +39,7 @@ class Setup:
     def worker(self) -> WorkerRuntime:
         """A compile worker over the same database, as another process would have (own engine, own signal)."""
         other = Database(self.db.url, schema=self.db.schema)
-        worker = build_worker(self.config, db=other, poll_interval=0.05)
+        worker = build_worker(self.config.model_copy(update={"poll_interval": 0.05}), db=other)
         worker.start()
         return worker
 
