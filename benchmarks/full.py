@@ -37,7 +37,7 @@ from benchmarks.harness import (
     start_engine,
 )
 from lsm.model import refine
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
 RUNS = ("first", "second")
 
@@ -96,10 +96,10 @@ def run_full_size(
     return out
 
 
-def _stages(engine: Engine, expected: int) -> dict[str, Any]:
+def _stages(engine: ApiRuntime, expected: int) -> dict[str, Any]:
     """Time the four stages of a full compile on their own, over an empty desired state."""
     ctx = engine.context(None)
-    runner = engine.runner
+    runner = engine.processing.runner
     started = time.perf_counter()
     instances = runner._load_exporting(ctx)
     loaded = time.perf_counter()

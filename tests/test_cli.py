@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lsm.cli import app
+from lsm.facade import RequestContext
 from lsm.testing import running_engine, served_url
 from tests.api.fixtures import LIFECYCLES, MODEL, engine, url
 
@@ -137,6 +138,22 @@ def test_bad_command_line_input_is_a_usage_error(lsm: Any) -> None:
         assert result.exit_code == 2, result.output
 
 
+def test_instance_bulk_reads_json_or_yaml_and_lists_every_refused_item(lsm: Any, tmp_path: Path) -> None:
+    good = tmp_path / "notes.yaml"
+    good.write_text("entity: note\ncreate:\n  - attributes: {title: y1}\n  - attributes: {title: y2}\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"create": [{"attributes": {}}, {"attributes": {"title": 1}}]}))
+
+    created = lsm("instance", "bulk", str(good))
+    refused = lsm("instance", "bulk", str(bad), "--entity", "note")
+
+    assert created.exit_code == 0, created.output
+    assert "2 created, 0 updated" in created.stdout
+    assert refused.exit_code == 1
+    assert "create[0]" in refused.stderr and "create[1]" in refused.stderr
+    assert len(as_json(lsm("instance", "list", "note", "--json"))) == 2
+
+
 def test_compile_requests(lsm: Any) -> None:
     full = as_json(lsm("compile", "--json"))
     partial = as_json(lsm("compile", "--entity", "note", "--exclude", "x", "--json"))
@@ -184,13 +201,15 @@ def test_agent_says_it_is_not_available_yet() -> None:
 
 def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
     from lsm.runtime.config import ServerConfig
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_api
 
     database = f"sqlite:///{tmp_path / 'lsm.db'}"
     model = str(REPO / "examples" / "networks")
-    engine = Engine(ServerConfig(database_url=database, model=model, embedded_worker=False))
+    engine = build_api(ServerConfig(database_url=database, model=model, embedded_worker=False))
     engine.start()
-    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 2}
+    )
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -209,16 +228,18 @@ def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        # Done is: the instance promoted AND the exporting compile its promote asked for has
-        # committed a version. Waiting for the state alone raced that compile (a flaky test).
+        ctx = RequestContext.local()
+
+        def exported() -> bool:
+            # the validation moves it to creating, and the export that follows runs after that
+            state = engine.facades.inventory.get_instance(ctx, "network", created.id).state
+            return state == "creating" and bool(engine.facades.desired_state.list_desired_states(ctx))
+
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-            engine.get_instance(None, "network", created.id).state == "creating"
-            and engine.list_desired_states(None)
-        ):
+        while not exported() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert engine.get_instance(None, "network", created.id).state == "creating"
-        assert engine.list_desired_states(None)[0]["resource_count"] == 3
+        assert engine.facades.inventory.get_instance(ctx, "network", created.id).state == "creating"
+        assert engine.facades.desired_state.list_desired_states(ctx)[0].resource_count == 3
     finally:
         worker.send_signal(signal.SIGINT)
         worker.wait(timeout=30)
@@ -348,3 +369,16 @@ def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
     assert "start → acknowledged" in result.stdout  # the validation compile ran
     assert "desired state: version" in result.stdout
     assert "quickstart finished" in result.stdout
+
+
+def test_compile_wait_follows_the_stream_and_a_failed_compile_exits_1(tmp_path: Path) -> None:
+    runner = CliRunner()
+    database = f"sqlite:///{tmp_path / 'lsm.db'}"
+    with running_engine("tests.models.fragile", database) as engine, served_url(engine) as base:
+        ctx = RequestContext.local()
+        engine.facades.inventory.import_instances(ctx, "widget", "up", [{"name": "w1", "explode": True}])
+
+        result = runner.invoke(app, ["compile", "--full", "--wait", "--url", base], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1, result.output
+    assert "failed" in result.stdout

@@ -20,23 +20,28 @@ from hypothesis import strategies as st
 
 from lsm.desired_state import ResourceRecord
 from lsm.errors import LsmError, ModelError
+from lsm.facade import RequestContext
 from lsm.orchestration import ResourceOutcome
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 #: raise for a thorough run: LSM_PROPERTY_EXAMPLES=300 python -m pytest tests/compiler
 EXAMPLES_PER_TEST = int(os.environ.get("LSM_PROPERTY_EXAMPLES", "15"))
 
 
-def assert_partial_equals_full(engine: Engine, env: str) -> None:
+def assert_partial_equals_full(engine: ApiRuntime, env: str) -> None:
     ctx = engine.context(env)
     latest = engine.store.latest_version(ctx.env_id)
     try:
-        expected = engine.runner.compute_full(ctx)
+        expected = engine.processing.runner.compute_full(ctx)
     except ModelError:
         # the inventory itself breaks the model (e.g. a port whose router was terminated while
         # it was being created): then the partial compile that ran last must have failed too
-        last = next(c for c in engine.list_compiles(env, limit=1000) if c.kind != "validation")
+        last = next(
+            c
+            for c in engine.facades.compiles.list_compiles(RequestContext.local(env), limit=1000)
+            if c.kind != "validation"
+        )
         assert last.status == "failed" and last.report["error"]["error"] == "model_error"
         return
     if latest is None:
@@ -59,22 +64,24 @@ def assert_partial_equals_full(engine: Engine, env: str) -> None:
 class World:
     """Applies operator and deploy operations in a fresh environment; skips what is refused."""
 
-    def __init__(self, engine: Engine, model: str) -> None:
+    def __init__(self, engine: ApiRuntime, model: str) -> None:
         self.engine = engine
         self.env = f"prop-{uuid.uuid4().hex[:12]}"
-        engine.create_environment(self.env, model)
+        engine.facades.environments.create_environment(RequestContext.local(), self.env, model)
         self.ctx = engine.context(self.env)
         self.instances: list[tuple[str, str]] = []
 
     def settle(self) -> None:
-        self.engine.worker.drain()
+        self.engine.processing.drain()
 
     def pick(self, index: int, entity: str | None = None) -> Any:
         pool = [(e, i) for e, i in self.instances if entity is None or e == entity]
         if not pool:
             return None
         entity_name, instance_id = pool[index % len(pool)]
-        return self.engine.get_instance(self.env, entity_name, instance_id)
+        return self.engine.facades.inventory.get_instance(
+            RequestContext.local(self.env), entity_name, instance_id
+        )
 
     def attempt(self, action: Callable[[], Any]) -> None:
         try:
@@ -84,7 +91,9 @@ class World:
 
     def create(self, entity: str, attributes: dict[str, Any]) -> None:
         def run() -> None:
-            created = self.engine.create_instance(self.env, entity, attributes)
+            created = self.engine.facades.inventory.create_instance(
+                RequestContext.local(self.env), entity, attributes
+            )
             self.instances.append((entity, created.id))
 
         self.attempt(run)
@@ -93,8 +102,12 @@ class World:
         instance = self.pick(index, entity)
         if instance is not None:
             self.attempt(
-                lambda: self.engine.update_instance(
-                    self.env, entity, instance.id, current_version=instance.version, attributes=attributes
+                lambda: self.engine.facades.inventory.update_instance(
+                    RequestContext.local(self.env),
+                    entity,
+                    instance.id,
+                    current_version=instance.version,
+                    attributes=attributes,
                 )
             )
 
@@ -102,8 +115,11 @@ class World:
         instance = self.pick(index)
         if instance is not None:
             self.attempt(
-                lambda: self.engine.delete_instance(
-                    self.env, instance.service_entity, instance.id, current_version=instance.version
+                lambda: self.engine.facades.inventory.delete_instance(
+                    RequestContext.local(self.env),
+                    instance.service_entity,
+                    instance.id,
+                    current_version=instance.version,
                 )
             )
 
@@ -120,9 +136,9 @@ PROPERTY = settings(
 )
 
 
-def new_world(engine_factory: Callable[..., Engine], example: str) -> World:
+def new_world(engine_factory: Callable[..., ApiRuntime], example: str) -> World:
     """A fresh environment for one hypothesis example, on the one engine this test function built."""
-    engine: Engine | None = getattr(engine_factory, "engine", None)
+    engine: ApiRuntime | None = getattr(engine_factory, "engine", None)
     if engine is None:
         engine = engine_factory(str(EXAMPLES / example))
         engine_factory.engine = engine  # type: ignore[attr-defined]
@@ -144,7 +160,7 @@ network_ops = st.lists(
 @PROPERTY
 @given(ops=network_ops)
 def test_networks_partial_equals_full(
-    engine_factory: Callable[..., Engine], ops: list[tuple[str, int, Any]]
+    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]]
 ) -> None:
     world = new_world(engine_factory, "networks")
     for op, a, b in ops:
@@ -181,7 +197,7 @@ router_ops = st.lists(
 @PROPERTY
 @given(ops=router_ops)
 def test_router_port_partial_equals_full(
-    engine_factory: Callable[..., Engine], ops: list[tuple[str, int, Any]]
+    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]]
 ) -> None:
     world = new_world(engine_factory, "router_port")
     for op, a, b in ops:

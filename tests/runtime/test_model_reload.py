@@ -6,9 +6,10 @@ import os
 import time
 from pathlib import Path
 
+from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 from tests.conftest import TEST_LIFECYCLES
 
 MODEL = """
@@ -39,11 +40,13 @@ def write(path: Path, suffix: str, *, broken: bool = False) -> None:
     os.utime(path, ns=(stamp, stamp))
 
 
-def resource_names(engine: Engine) -> list[str]:
+def resource_names(engine: ApiRuntime) -> list[str]:
     env_id = engine.context(None).env_id
     version = engine.store.latest_version(env_id)
     assert version is not None
-    return sorted(r["id"] for r in engine.desired_state_resources(None, version))
+    return sorted(
+        r.id for r in engine.facades.desired_state.desired_state_resources(RequestContext.local(), version)
+    )
 
 
 def test_an_edited_model_is_reloaded_and_a_broken_edit_keeps_the_last_good_one(
@@ -54,22 +57,22 @@ def test_an_edited_model_is_reloaded_and_a_broken_edit_keeps_the_last_good_one(
     config = ServerConfig(
         database_url=db.url, model=str(model), lifecycle_dirs=[TEST_LIFECYCLES], embedded_worker=False
     )
-    engine = Engine(config, db=db)
+    engine = build_api(config, db=db)
     engine.start()
     engine.environments.refresh_after = 0.0  # look at the files on every use
     try:
-        engine.import_instances(None, "thing", "up", [{"name": "a"}])
-        engine.request_compile(None, kind="full")
-        engine.worker.drain()
+        engine.facades.inventory.import_instances(RequestContext.local(), "thing", "up", [{"name": "a"}])
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+        engine.processing.drain()
         assert resource_names(engine) == ["test::Item[a,name=a-v1]"]
         write(model, "-v2")
-        engine.request_compile(None, kind="full")
-        engine.worker.drain()
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+        engine.processing.drain()
         assert resource_names(engine) == ["test::Item[a,name=a-v2]"]
         write(model, "-v3", broken=True)
-        engine.request_compile(None, kind="full")
-        engine.worker.drain()
-        latest = engine.list_compiles(None, limit=1)[0]
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+        engine.processing.drain()
+        latest = engine.facades.compiles.list_compiles(RequestContext.local(), limit=1)[0]
         assert latest.status == "success"  # compiled with the last model that loads
         assert resource_names(engine) == ["test::Item[a,name=a-v2]"]
     finally:

@@ -25,9 +25,10 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlmodel import select
 
+from lsm.facade import RequestContext
 from lsm.inventory.tables import CompileRow
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import build_api
 from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")
@@ -89,24 +90,29 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
     config = ServerConfig(
         database_url=database_url, model=NETWORKS, lifecycle_dirs=[TEST_LIFECYCLES], embedded_worker=False
     )
-    engine = Engine(config)
+    engine = build_api(config)
     engine.start()
     workers: list[subprocess.Popen[str]] = []
     try:
-        ids = engine.import_instances(
-            None, "network", "up", [{"name": f"n{i}", "hosts": 2} for i in range(COUNT)]
+        ids = engine.facades.inventory.import_instances(
+            RequestContext.local(), "network", "up", [{"name": f"n{i}", "hosts": 2} for i in range(COUNT)]
         )
-        engine.request_compile(None, kind="full")
-        engine.worker.drain()
-        first_version = engine.list_desired_states(None, limit=1)[0]["version"]
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+        engine.processing.drain()
+        first_version = engine.facades.desired_state.list_desired_states(RequestContext.local(), limit=1)[
+            0
+        ].version
         workers = [start_worker(database_url, tmp_path / f"worker-{n}.log") for n in range(2)]
-        print("LOGS", tmp_path)
         victim = workers[0]
 
         def update(instance_id: str) -> None:
-            current = engine.get_instance(None, "network", instance_id)
-            engine.update_instance(
-                None, "network", instance_id, current_version=current.version, attributes={"hosts": 3}
+            current = engine.facades.inventory.get_instance(RequestContext.local(), "network", instance_id)
+            engine.facades.inventory.update_instance(
+                RequestContext.local(),
+                "network",
+                instance_id,
+                current_version=current.version,
+                attributes={"hosts": 3},
             )
 
         def victim_runs_something() -> bool:
@@ -122,7 +128,12 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
                 future.result()
 
         def all_through() -> bool:
-            states = Counter(i.state for i in engine.list_instances(None, "network", limit=10_000))
+            states = Counter(
+                i.state
+                for i in engine.facades.inventory.list_instances(
+                    RequestContext.local(), "network", limit=10_000
+                )
+            )
             with engine.db.read() as session:
                 active = session.exec(
                     select(CompileRow).where(CompileRow.status.in_(["queued", "running"]))
@@ -135,7 +146,9 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
             kinds = Counter((c.kind, c.status, c.attempts) for c in rows)
             stuck = [
                 i
-                for i in engine.list_instances(None, "network", limit=10_000)
+                for i in engine.facades.inventory.list_instances(
+                    RequestContext.local(), "network", limit=10_000
+                )
                 if i.state != "update_inprogress"
             ]
             sample = [c for c in rows if c.instance_id == stuck[0].id] if stuck else []
@@ -150,8 +163,9 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
                     "WHERE datname = current_database()"
                 ).fetchall()
             logs += f"\n{activity}\nworkers alive: {[p.poll() for p in workers]}"
+            states = Counter(i.state for i in stuck)
             raise AssertionError(
-                f"{Counter(i.state for i in engine.list_instances(None, 'network', limit=10_000))}\n{kinds}\n"
+                f"not through: {states}\n{kinds}\n"
                 f"{[(c.status, c.lease_owner, c.lease_expires, c.report, c.params) for c in sample]}\n{logs}"
             )
         with engine.db.read() as session:
@@ -161,14 +175,17 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
         assert len(workers_seen) >= 2, workers_seen  # both did work (the victim before it died)
         assert any(c.attempts > 1 for c in compiles), "nothing was taken over from the killed worker"
         for instance_id in ids:
-            log = engine.instance_log(None, "network", instance_id)
+            log = engine.facades.inventory.instance_log(RequestContext.local(), "network", instance_id)
             validated = [e for e in log if e.source == "update_start" and e.target == "update_acknowledged"]
             assert len(validated) == 1, log  # exactly once: no request ran twice
-        versions = [v["version"] for v in engine.list_desired_states(None, limit=10_000)]
+        versions = [
+            v.version
+            for v in engine.facades.desired_state.list_desired_states(RequestContext.local(), limit=10_000)
+        ]
         assert sorted(versions) == list(range(1, max(versions) + 1))  # no gap, no duplicate
         assert max(versions) > first_version
-        latest = engine.desired_state(None, max(versions))
-        assert all(len(latest["sets"][i]) == 3 for i in ids)  # every update is in the last version
+        latest = engine.facades.desired_state.desired_state(RequestContext.local(), max(versions))
+        assert all(len(latest.sets[i]) == 3 for i in ids)  # every update is in the last version
     finally:
         for process in workers:
             if process.poll() is None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, LeaseRow
 from lsm.orchestration.commands import ForceState
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 from lsm.services.scheduler import Scheduler
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")
@@ -69,25 +70,29 @@ def test_one_scheduler_holds_the_lease_and_another_takes_over_when_it_expires(db
     assert not first.lease.keep()  # the old holder learns it lost the lease
 
 
-def test_auto_full_compile_collects_a_stale_shared_resource(engine_factory: Callable[..., Engine]) -> None:
+def test_auto_full_compile_collects_a_stale_shared_resource(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     """networks: every network's hosts share one AgentConfig; once the last network is gone, only a
     full compile removes it, and the cron requests that compile."""
     engine = engine_factory(NETWORKS, auto_full_compile="* * * * *")
     env_id = engine.context(None).env_id
-    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 1})
-    engine.worker.drain()
-    row = engine.get_instance(None, "network", created.id)
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 1}
+    )
+    engine.processing.drain()
+    row = engine.facades.inventory.get_instance(RequestContext.local(), "network", created.id)
     shared_before = engine.store.content(env_id, engine.store.latest_version(env_id) or 0).shared
     assert shared_before, "the example's shared resource is there while the network lives"
     gone = ForceState("network", row.id, row.version, "terminated", message="test: the network is gone")
     engine.orchestrator.execute(engine.context(None), gone)
-    engine.worker.drain()
+    engine.processing.drain()
     stale = engine.store.content(env_id, engine.store.latest_version(env_id) or 0).shared
     assert stale == shared_before  # a partial export never removes a shared resource
     clock = [datetime.now(UTC)]
-    scheduler = Scheduler(engine.db, engine._schedules, clock=lambda: clock[0])
+    scheduler = Scheduler(engine.db, engine.processing.scheduler.schedules, clock=lambda: clock[0])
     scheduler.tick(clock[0])
     clock[0] += timedelta(minutes=1)
     assert len(scheduler.tick(clock[0])) == 1
-    engine.worker.drain()
+    engine.processing.drain()
     assert engine.store.content(env_id, engine.store.latest_version(env_id) or 0).shared == []
