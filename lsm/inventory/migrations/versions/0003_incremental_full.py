@@ -1,0 +1,55 @@
+"""Incremental full compiles: what each tree was compiled at, and with which model.
+
+Revision ID: 0003
+Revises: 0002
+
+* ``lsm_instance_resources``: ``instance_version`` and ``instance_state``, the instance's
+  version and state when its tree was last compiled. Existing rows keep NULL, which means
+  "unknown": the instance counts as changed.
+* ``lsm_tree_shared``: per tree, the shared resources it produced and their content hash (the
+  garbage collection and the conflict check of an incremental full compile). Starts empty.
+* ``ds_version.model_fingerprint``: the model a version's sets were refined with. Existing
+  versions keep NULL, "unknown": the first full compile after the upgrade refines everything
+  (and fills the two above), so an upgraded database never skips a tree on stale records.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("lsm_instance_resources") as batch:
+        batch.add_column(sa.Column("instance_version", sa.Integer(), nullable=True))
+        batch.add_column(sa.Column("instance_state", sa.String(200), nullable=True))
+    op.create_table(
+        "lsm_tree_shared",
+        sa.Column("set_name", sa.String(255), nullable=False),
+        sa.Column("env_id", sa.String(36), nullable=False),
+        sa.Column("resource_id", sa.String(), nullable=False),
+        sa.Column("content_hash", sa.String(64), nullable=False),
+        sa.PrimaryKeyConstraint("set_name", "env_id", "resource_id"),
+    )
+    op.create_index(
+        "ix_lsm_tree_shared_resource", "lsm_tree_shared", ["resource_id", "env_id", "content_hash"]
+    )
+    with op.batch_alter_table("ds_version") as batch:
+        batch.add_column(sa.Column("model_fingerprint", sa.String(64), nullable=True))
+    # The backfill is the NULLs above: an unknown fingerprint makes the next full compile
+    # complete, which rewrites every record; nothing is guessed from the old rows.
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("ds_version") as batch:
+        batch.drop_column("model_fingerprint")
+    op.drop_index("ix_lsm_tree_shared_resource", table_name="lsm_tree_shared")
+    op.drop_table("lsm_tree_shared")
+    with op.batch_alter_table("lsm_instance_resources") as batch:
+        batch.drop_column("instance_state")
+        batch.drop_column("instance_version")
