@@ -72,25 +72,34 @@ class DesiredStateStore:
 
     def _export(self, session: Session, env_id: str, check: ExportCheck) -> VersionInfo:
         conn = session.connection()
-        latest = sql.lock_head(session, env_id, create=check.kind == "full")
+        request = check.request
+        complete = check.kind == "full" and not request.incremental
+        latest = sql.lock_head(session, env_id, create=complete)
         if latest is None:
             check.no_base(env_id)
         plan: ExportPlan
-        if check.kind == "full":
+        if complete:
             revisions = sql.current_revisions(conn, env_id, None)
             plan = check.plan_full(revisions, sql.current_shared(conn, env_id))
+        elif request.incremental:  # keyed like a partial export: costs what it carries
+            revisions = sql.current_revisions(conn, env_id, check.set_names)
+            rows = sql.current_rows(conn, env_id, check.resource_ids | check.retired_ids)
+            plan = check.plan_incremental(revisions, rows)
         else:
             revisions = sql.current_revisions(conn, env_id, check.set_names)
             plan = check.plan_partial(revisions, sql.current_rows(conn, env_id, check.resource_ids))
 
         number = (latest or 0) + 1
         previous_count = 0
+        fingerprint = request.model_fingerprint
         if latest is not None:
-            previous_count = conn.execute(
-                select(ds_version.c.resource_count).where(
+            previous_count, base_fingerprint = conn.execute(
+                select(ds_version.c.resource_count, ds_version.c.model_fingerprint).where(
                     ds_version.c.env_id == env_id, ds_version.c.number == latest
                 )
-            ).scalar_one()
+            ).one()
+            if not complete and base_fingerprint != fingerprint:
+                fingerprint = None  # some sets were refined with another model: unknown
         sql.write_plan(conn, env_id, number, plan)
         info = VersionInfo(
             number=number,
@@ -101,6 +110,7 @@ class DesiredStateStore:
             sets_replaced=plan.sets_replaced,
             sets_deleted=plan.sets_deleted,
             resource_count=previous_count - plan.removed_count + plan.added_count,
+            model_fingerprint=fingerprint,
         )
         conn.execute(
             insert(ds_version).values(
@@ -113,6 +123,7 @@ class DesiredStateStore:
                 sets_replaced=info.sets_replaced,
                 sets_deleted=info.sets_deleted,
                 resource_count=info.resource_count,
+                model_fingerprint=info.model_fingerprint,
             )
         )
         conn.execute(update(ds_head).where(ds_head.c.env_id == env_id).values(latest=number))
@@ -128,6 +139,21 @@ class DesiredStateStore:
                 .scalar_one_or_none()
             )
         return latest or None
+
+    def latest_info(self, env_id: str) -> VersionInfo | None:
+        """The header of the newest version of ``env_id``, or None before its first export."""
+        with self._db.read() as session:
+            conn = session.connection()
+            query = (
+                select(ds_version)
+                .join(
+                    ds_head,
+                    (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number),
+                )
+                .where(ds_version.c.env_id == env_id)
+            )
+            row = conn.execute(query).mappings().one_or_none()
+        return None if row is None else sql.version_info(row)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
         """Version headers, newest first."""
