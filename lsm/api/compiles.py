@@ -21,6 +21,11 @@ class CompileRequest(BaseModel):
     service_entities: list[str] | None = Field(None, description="Partial: every instance of these entities.")
     exclude: list[str] | None = Field(None, description="Instance ids left out of the request.")
     wait: bool = Field(False, description="Answer only when the compile finished.")
+    incremental: bool | None = Field(
+        None,
+        description="Full: false refines every tree (e.g. on suspected drift); by default only the "
+        "trees whose instances changed are refined, once a version with the same model exists.",
+    )
 
 
 @router.post("")
@@ -33,6 +38,7 @@ def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep
         service_entities=body.service_entities,
         exclude=body.exclude,
         wait=body.wait,
+        incremental=body.incremental,
     )
 
 

@@ -272,6 +272,7 @@ class Engine:
         exclude: list[str] | None = None,
         wait: bool = False,
         timeout: float = 300.0,
+        incremental: bool | None = None,
     ) -> CompileOut:
         ctx = self.context(env)
         if kind not in ("full", "partial"):
@@ -289,6 +290,7 @@ class Engine:
             service_entities=list(service_entities or []),
             exclude=list(exclude or []),
             reason="requested through the API",
+            incremental=incremental if kind == "full" else None,
         )
         with self.db.write() as session:
             row = enqueue(session, order)
