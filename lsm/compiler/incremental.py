@@ -61,13 +61,15 @@ from lsm.desired_state.merge import SHARED
 from lsm.desired_state.records import VersionInfo, canonical_json
 from lsm.desired_state.statements import bulk_insert, chunks
 from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceResourcesRow, InstanceRow, TreeSharedRow
+from lsm.inventory.tables import InstanceChangeRow, InstanceResourcesRow, InstanceRow, TreeSharedRow
 from lsm.model import RefineResult
+from lsm.model.context import InstanceDict
 from lsm.orchestration import EnvironmentContext
 
 _INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
 _RECORDS: sa.Table = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
 _TREE_SHARED: sa.Table = TreeSharedRow.metadata.tables["lsm_tree_shared"]
+_CHANGES: sa.Table = InstanceChangeRow.metadata.tables["lsm_instance_change"]
 
 
 class SharedConflict(Exception):
@@ -111,6 +113,9 @@ def complete_reason(
     return None
 
 
+Pair = tuple[int | None, str | None]
+
+
 @dataclass
 class Changes:
     """What changed since the stored records: the input of an incremental full compile."""
@@ -122,64 +127,118 @@ class Changes:
     #: how many trees the records hold
     recorded_trees: int = 0
     changed_instances: int = 0
+    #: the change markers read: instance id -> marker version (``lsm.inventory.instance_changes``)
+    seen: dict[str, int] = field(default_factory=dict)
+    #: per marked instance: its live ``(version, state)`` if it is live and exporting, else None
+    live: dict[str, Pair | None] = field(default_factory=dict)
+    #: per marked instance with a record: its recorded pair and tree root
+    recorded: dict[str, tuple[Pair, str]] = field(default_factory=dict)
 
 
 def find_changes(session: Session, ctx: EnvironmentContext) -> Changes:
-    """Instances whose live row differs from the record of their last compile (module doc)."""
+    """The marked instances whose live row differs from the record of their last compile.
+
+    Costs what changed: the environment's change markers (a key range), then one keyed lookup
+    per marker into the instances and into the records. A live exporting instance whose
+    ``(version, state)`` is not the recorded one (or has no record) changed; so did a recorded
+    instance that is no longer live and exporting (moved on, deleted, gone).
+    """
     conn = session.connection()
-    i, r = _INSTANCES.c, _RECORDS.c
-    changed: dict[str, None] = {}
-    joined = _INSTANCES.outerjoin(_RECORDS, sa.and_(r.env_id == i.env_id, r.instance_id == i.id))
-    differs = sa.or_(
-        r.instance_id.is_(None),
-        r.instance_version.is_(None),
-        r.instance_version != i.version,
-        r.instance_state != i.state,
-    )
-    for binding in ctx.catalog:
-        states = [s.name for s in ctx.lifecycle(binding).states if s.export_resources]
-        if not states:
-            continue
-        query = (
-            sa.select(i.id)
-            .select_from(joined)
-            .where(
-                i.env_id == ctx.env_id, i.entity == binding.name, i.state.in_(states), i.deleted.is_(False)
-            )
-            .where(differs)
-        )
-        changed.update(dict.fromkeys(conn.execute(query).scalars()))
-    # records whose instance moved on (any transfer bumps the version), was deleted, or is gone
-    recorded = _RECORDS.outerjoin(_INSTANCES, sa.and_(i.env_id == r.env_id, i.id == r.instance_id))
-    query = (
-        sa.select(r.instance_id, r.set_name, i.id.is_not(None))
-        .select_from(recorded)
-        .where(r.env_id == ctx.env_id)
-        .where(
-            sa.or_(
-                i.id.is_(None),
-                i.deleted.is_(True),
-                r.instance_version.is_(None),
-                i.version != r.instance_version,
-                i.state != r.instance_state,
+    i, r, m = _INSTANCES.c, _RECORDS.c, _CHANGES.c
+    seen = {
+        iid: version
+        for iid, version in conn.execute(sa.select(m.instance_id, m.version).where(m.env_id == ctx.env_id))
+    }
+    ids = sorted(seen)
+    exporting = {b.name: {s.name for s in ctx.lifecycle(b).states if s.export_resources} for b in ctx.catalog}
+    live: dict[str, Pair | None] = dict.fromkeys(ids)
+    present: set[str] = set()
+    recorded: dict[str, tuple[Pair, str]] = {}
+    for chunk in chunks(ids):
+        rows = conn.execute(
+            sa.select(i.id, i.entity, i.state, i.version, i.deleted).where(
+                i.env_id == ctx.env_id, i.id.in_(chunk)
             )
         )
-    )
-    roots: dict[str, None] = {}
-    for instance_id, root, exists in conn.execute(query):
-        if exists:
-            changed[instance_id] = None
-        roots[root] = None
-    live_roots = _existing(conn, ctx.env_id, list(roots))
+        for iid, entity, state, version, deleted in rows:
+            present.add(iid)
+            if not deleted and state in exporting.get(entity, ()):
+                live[iid] = (version, state)
+        records = conn.execute(
+            sa.select(r.instance_id, r.instance_version, r.instance_state, r.set_name).where(
+                r.env_id == ctx.env_id, r.instance_id.in_(chunk)
+            )
+        )
+        for iid, version, state, root in records:
+            recorded[iid] = ((version, state), root)
+    changed = [iid for iid in ids if live[iid] != (recorded[iid][0] if iid in recorded else None)]
+    roots = sorted({recorded[iid][1] for iid in changed if iid in recorded})
+    live_roots = _existing(conn, ctx.env_id, roots)
     recorded_trees = conn.execute(
         sa.select(sa.func.count(sa.distinct(r.set_name))).where(r.env_id == ctx.env_id)
     ).scalar_one()
     return Changes(
-        requested=list(dict.fromkeys([*changed, *(root for root in roots if root in live_roots)])),
-        gone_roots=sorted(root for root in roots if root not in live_roots),
+        requested=list(
+            dict.fromkeys([*(c for c in changed if c in present), *(t for t in roots if t in live_roots)])
+        ),
+        gone_roots=[root for root in roots if root not in live_roots],
         recorded_trees=int(recorded_trees),
         changed_instances=len(changed),
+        seen=seen,
+        live=live,
+        recorded=recorded,
     )
+
+
+def clear_markers(
+    session: Session,
+    env_id: str,
+    changes: Changes,
+    *,
+    compiled: Mapping[str, Sequence[InstanceDict]],
+    touched: Collection[str],
+) -> int:
+    """Remove the markers of the instances this compile leaves in sync with their records.
+
+    After the export, an instance's record is what this compile wrote for it, none if its tree
+    was touched without refining it, else the one it had. A marker goes when that equals the
+    live pair read with it, and only if its version did not move since it was read (a change
+    committed meanwhile keeps its marker). Returns how many markers were removed.
+    """
+    after: dict[str, Pair] = {d["id"]: (d["version"], d["state"]) for ds in compiled.values() for d in ds}
+    trees = set(touched)
+    done: list[dict[str, Any]] = []
+    for iid, version in changes.seen.items():
+        if iid in after:
+            record: Pair | None = after[iid]
+        elif iid in changes.recorded and changes.recorded[iid][1] not in trees:
+            record = changes.recorded[iid][0]
+        else:
+            record = None
+        if record == changes.live[iid]:
+            done.append({"env": env_id, "iid": iid, "seen": version})
+    m = _CHANGES.c
+    statement = sa.delete(_CHANGES).where(
+        m.env_id == sa.bindparam("env"),
+        m.instance_id == sa.bindparam("iid"),
+        m.version <= sa.bindparam("seen"),
+    )
+    if done:
+        session.connection().execute(statement, done)
+    return len(done)
+
+
+def clear_covered_markers(session: Session, env_id: str) -> None:
+    """After a complete compile: remove every marker whose instance is recorded at its version or later.
+
+    Set-based (one statement), since a complete compile rewrote every record; markers of
+    instances that export nothing stay for the next full compile to look at.
+    """
+    m, r = _CHANGES.c, _RECORDS.c
+    covered = sa.exists().where(
+        r.env_id == env_id, r.instance_id == m.instance_id, r.instance_version >= m.version
+    )
+    session.connection().execute(sa.delete(_CHANGES).where(m.env_id == env_id, covered))
 
 
 def _existing(conn: sa.Connection, env_id: str, ids: Sequence[str]) -> set[str]:
@@ -296,6 +355,8 @@ __all__ = [
     "Changes",
     "SharedConflict",
     "check_shared_conflicts",
+    "clear_covered_markers",
+    "clear_markers",
     "complete_reason",
     "environment_fingerprint",
     "find_changes",

@@ -183,6 +183,13 @@ class CompileRunner:
             retired = incremental.unproduced_shared(session, ctx.env_id)
             request = incremental.incremental_request(partial, retired=retired, fingerprint=fingerprint)
             info = self.store.export(ctx.env_id, request, session=session)
+            incremental.clear_markers(
+                session,
+                ctx.env_id,
+                changes,
+                compiled=instances,
+                touched={*trees, *result.tree_of.values()},
+            )
             report["incremental"] = incremental.tree_report(
                 changes,
                 refined=len(set(result.tree_of.values())),
@@ -230,6 +237,8 @@ class CompileRunner:
             trees=trees or (),
             instances=instances,
         )
+        if trees is None:  # every record rewritten: the change markers they cover are done
+            incremental.clear_covered_markers(session, ctx.env_id)
         timings["export"] = time.perf_counter() - exported
         timings["total"] = time.perf_counter() - started
         report.update(

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Column, Index, text
 from sqlmodel import Field, SQLModel
 
+from lsm.inventory import instance_changes
 from lsm.inventory.database import JsonType
 
 
@@ -200,6 +201,19 @@ class InstanceResourcesRow(SQLModel, table=True):
     instance_state: str | None = Field(default=None, max_length=200)
 
 
+class InstanceChangeRow(SQLModel, table=True):
+    """An instance that changed since a full compile last looked at it (a change marker).
+
+    Written only by the database trigger on ``lsm_instance`` (``lsm.inventory.instance_changes``),
+    removed by full compiles; ``version`` is the instance's version at its last change.
+    """
+
+    __tablename__ = "lsm_instance_change"
+    env_id: str = Field(primary_key=True, max_length=36)
+    instance_id: str = Field(primary_key=True, max_length=36)
+    version: int
+
+
 class TreeSharedRow(SQLModel, table=True):
     """A shared resource that an ownership tree produced when it was last compiled, with its hash.
 
@@ -249,3 +263,6 @@ class ScheduleRow(SQLModel, table=True):
     env_id: str = Field(primary_key=True, max_length=36)
     job: str = Field(primary_key=True, max_length=50)
     last_tick: datetime | None = None
+
+
+instance_changes.install(SQLModel.metadata)
