@@ -11,14 +11,16 @@ when it was compiled refines into the resources stored for it, so it may be kept
 * **What changed.** Every export records, per instance, the ``version`` and ``state`` it was
   compiled at (``InstanceResourcesRow``). The orchestration is the only writer of instances
   and bumps ``version`` on every executed transfer (any attribute-set operation, state move,
-  delete, validation allocation), so "changed" is: a live exporting instance whose row differs
-  from its record or has none (new), or a record whose instance is gone, deleted, or moved on
-  (``find_changes``: two indexed join queries, no refine). The changed instances, and the
-  recorded roots of the gone ones, are handed to the environment's selector exactly as a
-  partial compile of them would be: it picks whole trees (and, for selectors that follow
-  relations, the trees that depend on them). Those trees are refined and replace their sets;
-  a selected tree that produces nothing, or whose root is gone, has its set deleted; every
-  other set keeps its revision.
+  delete, validation allocation), so "changed" is: a live exporting instance whose pair
+  differs from its record or has none (new), or a record whose instance is gone, deleted, or
+  moved on. Comparing all rows costs ~1 s at 100,000 instances, so only the instances with a
+  change marker are compared (``lsm.inventory.instance_changes``: a database trigger marks
+  every written instance row, whoever writes it; a full compile removes the markers it leaves
+  in sync). The changed instances, and the recorded roots of the gone ones, are handed to the
+  environment's selector exactly as a partial compile of them would be: it picks whole trees
+  (and, for selectors that follow relations, the trees that depend on them). Those trees are
+  refined and replace their sets; a selected tree that produces nothing, or whose root is
+  gone, has its set deleted; every other set keeps its revision.
 * **When nothing may be skipped.** The records describe the model they were refined with. The
   environment fingerprint (``environment_fingerprint``: the hash of the model's source files
   taken at load, the engine version, the selector setting and the lifecycles of the bindings)
@@ -40,9 +42,11 @@ when it was compiled refines into the resources stored for it, so it may be kept
   retries complete and reports why: the result, or the error, is then exactly the complete one.
 
 The report says which trees were refined, kept and deleted, or why the compile ran complete.
-Cost: two join queries over the instance and record indexes (linear in rows, but no Python
-work per row), one probe per stored shared resource, and the refine and export of what
-changed. Must not: export, or decide anything a partial compile decides differently.
+Cost: keyed lookups per marked instance, an index-only count of the recorded trees (for the
+report), one probe per stored shared resource (the shared set is usually small), and the
+refine and export of what changed. Compiles of one environment are serialized by the queue;
+like any full compile, this one exports against the latest version. Must not: export, or
+decide anything a partial compile decides differently.
 """
 
 from __future__ import annotations

@@ -312,7 +312,7 @@ def test_no_statement_of_an_incremental_full_compile_scans_a_table(
         for target in (db.write_engine, db.read_engine):
             event.remove(target, "before_cursor_execute", capture)
     assert "complete" not in engine.get_compile(None, requested.id).report
-    mine = ("lsm_instance_resources", "lsm_tree_shared", "ds_")
+    mine = ("lsm_instance_resources", "lsm_instance_change", "lsm_tree_shared", "ds_")
     checked = 0
     with db.read() as session:
         conn = session.connection()
