@@ -54,12 +54,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from lsm import __version__
 from lsm.desired_state import ExportRequest, ResourceRecord, resource_set_hash
 from lsm.desired_state.merge import SHARED
 from lsm.desired_state.records import VersionInfo, canonical_json
@@ -93,11 +93,18 @@ def environment_fingerprint(ctx: EnvironmentContext) -> str | None:
         return None
     parts = {
         "model": model,
-        "engine": __version__,
+        "engine": _engine_version(),
         "selector": ctx.settings.selector,
         "lifecycles": {b.name: ctx.lifecycle(b).model_dump(mode="json") for b in ctx.catalog},
     }
     return hashlib.blake2b(canonical_json(parts).encode(), digest_size=16).hexdigest()
+
+
+def _engine_version() -> str:
+    try:
+        return metadata.version("lsm-engine")
+    except metadata.PackageNotFoundError:  # running from a source tree without installing
+        return "unknown"
 
 
 def complete_reason(
