@@ -30,12 +30,13 @@ when it was compiled refines into the resources stored for it, so it may be kept
   request (``incremental: false``: an operator who suspects drift), the first compile of an
   environment, and a model loaded without files (no fingerprint).
 * **Shared resources.** A complete full compile garbage-collects shared resources that no
-  instance produces any more. Skipped trees are not refined, so each tree's shared resources
-  and their content hash are recorded (``TreeSharedRow``), replaced with the tree's records.
-  In the export's transaction, after the refined trees' records are replaced: a stored shared
-  resource with no producing tree is retired; a refined tree producing a shared resource that
-  a kept tree records with another content is the conflict refining everything would report,
-  so the compile falls back to a complete one, which raises exactly that error.
+  instance produces any more. Skipped trees are not refined, so each tree records the shared
+  resources it produced and their content hash (``lsm.compiler.shared_records``), replaced
+  with its other records. In the export's transaction, after the refined trees' records are
+  replaced: a stored shared resource with no producing tree is retired; a refined tree
+  producing a shared resource that a kept tree records with another content is the conflict
+  refining everything would report, so the compile falls back to a complete one, which
+  raises exactly that error.
 * **Any doubt: refine everything.** Whatever fails on the incremental path (a model or
   selector error, an export rule, a shared conflict) may be an artefact of refining a subset
   (a ``requires`` of a shared resource that only a kept tree produces, say), so the runner
@@ -60,30 +61,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from lsm.desired_state import ExportRequest, ResourceRecord, resource_set_hash
-from lsm.desired_state.merge import SHARED
+from lsm.desired_state import ExportRequest
 from lsm.desired_state.records import VersionInfo, canonical_json
-from lsm.desired_state.statements import bulk_insert, chunks
-from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceChangeRow, InstanceResourcesRow, InstanceRow, TreeSharedRow
-from lsm.model import RefineResult
+from lsm.desired_state.statements import chunks
+from lsm.inventory.tables import InstanceChangeRow, InstanceResourcesRow, InstanceRow
 from lsm.model.context import InstanceDict
 from lsm.orchestration import EnvironmentContext
 
 _INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
 _RECORDS: sa.Table = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
-_TREE_SHARED: sa.Table = TreeSharedRow.metadata.tables["lsm_tree_shared"]
 _CHANGES: sa.Table = InstanceChangeRow.metadata.tables["lsm_instance_change"]
-
-
-class SharedConflict(Exception):
-    """A refined tree shares a resource that a kept tree records with another content."""
-
-    def __init__(self, resource_id: str, kept_tree: str) -> None:
-        super().__init__(
-            f"shared resource {resource_id} is produced with other attributes by the kept tree {kept_tree}"
-        )
-        self.message = str(self)
 
 
 def environment_fingerprint(ctx: EnvironmentContext) -> str | None:
@@ -272,70 +259,6 @@ def recorded_among(session: Session, env_id: str, trees: Iterable[str]) -> int:
     return len(found)
 
 
-def shared_hashes(records: Iterable[ResourceRecord]) -> dict[str, str]:
-    """Shared resource id -> content hash (the hash of a set holding only that resource)."""
-    return {record.id: resource_set_hash([record]) for record in records}
-
-
-def replace_tree_shared(
-    session: Session,
-    env_id: str,
-    result: RefineResult,
-    hashes: Mapping[str, str],
-    *,
-    trees: Collection[str] | None,
-) -> None:
-    """Replace the shared-resource records of ``trees`` (every tree when None) from ``result``."""
-    conn = session.connection()
-    t = _TREE_SHARED.c
-    if trees is None:
-        conn.execute(sa.delete(_TREE_SHARED).where(t.env_id == env_id))
-    else:
-        for chunk in chunks(sorted({*trees, *result.tree_of.values()})):
-            conn.execute(sa.delete(_TREE_SHARED).where(t.set_name.in_(chunk), t.env_id == env_id))
-    rows: dict[tuple[str, str], str] = {}
-    for instance_id, ids in result.shared_of.items():
-        root = result.tree_of[instance_id]
-        for rid in ids:
-            rows[(root, rid)] = hashes[rid]
-    bulk_insert(
-        conn,
-        _TREE_SHARED,
-        ("set_name", "env_id", "resource_id", "content_hash"),
-        [(root, env_id, rid, content_hash) for (root, rid), content_hash in rows.items()],
-    )
-
-
-def check_shared_conflicts(session: Session, env_id: str, hashes: Mapping[str, str]) -> None:
-    """Raise ``SharedConflict`` when a recorded tree shares one of ``hashes`` with another content.
-
-    Call after the refined trees' records were replaced: any other hash then belongs to a kept
-    tree. Two range probes per id (``<`` and ``>``: ``!=`` would walk every producer).
-    """
-    conn = session.connection()
-    t = _TREE_SHARED.c
-    for rid, content_hash in sorted(hashes.items()):
-        for other in (t.content_hash < content_hash, t.content_hash > content_hash):
-            query = sa.select(t.set_name).where(t.resource_id == rid, t.env_id == env_id, other).limit(1)
-            kept = conn.execute(query).scalar_one_or_none()
-            if kept is not None:
-                raise SharedConflict(rid, kept)
-
-
-def unproduced_shared(session: Session, env_id: str) -> list[str]:
-    """Stored shared resources that no tree records any more: what a full compile retires.
-
-    One probe per current shared row through ``ix_lsm_tree_shared_resource``; call after the
-    refined trees' records were replaced.
-    """
-    d, t = ds_resource.c, _TREE_SHARED.c
-    produced = sa.exists().where(t.resource_id == d.resource_id, t.env_id == env_id)
-    query = sa.select(d.resource_id).where(
-        d.set_name == SHARED, d.env_id == env_id, d.superseded_in.is_(None), ~produced
-    )
-    return sorted(session.connection().execute(query).scalars())
-
-
 def incremental_request(
     partial: ExportRequest, *, retired: list[str], fingerprint: str | None
 ) -> ExportRequest:
@@ -364,8 +287,6 @@ def tree_report(changes: Changes, *, refined: int, deleted: int, touched_recorde
 
 __all__ = [
     "Changes",
-    "SharedConflict",
-    "check_shared_conflicts",
     "clear_covered_markers",
     "clear_markers",
     "complete_reason",
@@ -373,8 +294,5 @@ __all__ = [
     "find_changes",
     "incremental_request",
     "recorded_among",
-    "replace_tree_shared",
-    "shared_hashes",
     "tree_report",
-    "unproduced_shared",
 ]

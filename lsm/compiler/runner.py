@@ -26,7 +26,7 @@ from sqlalchemy import Row, delete, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
-from lsm.compiler import incremental
+from lsm.compiler import incremental, shared_records
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.validation import ValidationBatches
@@ -113,7 +113,7 @@ class CompileRunner:
                 try:
                     self._export_incremental(ctx, batch, report, timings, fingerprint, started)
                     return
-                except (LsmError, incremental.SharedConflict) as exc:
+                except (LsmError, shared_records.SharedConflict) as exc:
                     message = getattr(exc, "message", str(exc))
                     reason = f"the incremental compile failed, so everything is refined: {message}"
                     for key in ("incremental", "selected"):
@@ -134,8 +134,8 @@ class CompileRunner:
         exported = time.perf_counter()
         trees = None if full else [*roots, *request.deleted_sets]
         with self.db.write() as session:
-            incremental.replace_tree_shared(
-                session, ctx.env_id, result, incremental.shared_hashes(request.shared), trees=trees
+            shared_records.replace_tree_shared(
+                session, ctx.env_id, result, shared_records.shared_hashes(request.shared), trees=trees
             )
             info = self.store.export(ctx.env_id, request, session=session)
             self._finish_export(
@@ -179,13 +179,13 @@ class CompileRunner:
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
         touched = sorted({*roots, *changes.gone_roots})
         partial = self._export_request(result, full=False, roots=touched, compile_id=batch.leader.id)
-        hashes = incremental.shared_hashes(partial.shared)
+        hashes = shared_records.shared_hashes(partial.shared)
         exported = time.perf_counter()
         trees = [*touched, *partial.deleted_sets]
         with self.db.write() as session:
-            incremental.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
-            incremental.check_shared_conflicts(session, ctx.env_id, hashes)
-            retired = incremental.unproduced_shared(session, ctx.env_id)
+            shared_records.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
+            shared_records.check_shared_conflicts(session, ctx.env_id, hashes)
+            retired = shared_records.unproduced_shared(session, ctx.env_id)
             request = incremental.incremental_request(partial, retired=retired, fingerprint=fingerprint)
             info = self.store.export(ctx.env_id, request, session=session)
             incremental.clear_markers(
