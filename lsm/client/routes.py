@@ -163,8 +163,13 @@ class Routes(ABC, Generic[ObjT, ListT]):
         service_entities: list[str] | None = None,
         exclude: list[str] | None = None,
         wait: bool = False,
+        incremental: bool | None = None,
     ) -> ObjT:
-        """Request a compile; with ``wait`` the answer comes when it finished (long timeout)."""
+        """Request a compile; with ``wait`` the answer comes when it finished (long timeout).
+
+        ``incremental=False`` makes a full compile refine every tree (by default it refines only
+        the trees whose instances changed).
+        """
         body = _drop_none(
             {
                 "kind": kind,
@@ -172,6 +177,7 @@ class Routes(ABC, Generic[ObjT, ListT]):
                 "service_entities": service_entities,
                 "exclude": exclude,
                 "wait": wait,
+                "incremental": incremental,
             }
         )
         timeout = COMPILE_WAIT_TIMEOUT if wait else None
