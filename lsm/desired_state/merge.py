@@ -231,15 +231,20 @@ class ExportCheck:
         return plan
 
     def plan_incremental(
-        self, revisions: Mapping[str, StoredRevision], stored: Mapping[str, StoredResource]
+        self,
+        revisions: Mapping[str, StoredRevision],
+        stored: Mapping[str, StoredResource],
+        kept_shared: Mapping[str, Iterable[str]],
     ) -> ExportPlan:
         """An incremental full export (``ExportRequest.incremental``), checked like a partial one.
 
-        ``stored`` maps each of ``resource_ids`` and ``retired_ids`` to its current row. Sets
-        follow the partial rules; the shared set is replaced where the export names it: a
-        stored shared resource that the export carries with other content is replaced (rule 4
-        guards partial exports only), a retired one is removed (and may move into a replaced
-        set), and the others stay, since unchanged trees still produce them.
+        ``stored`` maps each of ``resource_ids``, ``retired_ids`` and the ids ``kept_shared``
+        requires to its current row; ``kept_shared`` maps each stored shared resource that the
+        export neither carries nor retires to its ``requires``. Sets follow the partial rules;
+        the shared set is replaced where the export names it: a stored shared resource that the
+        export carries with other content is replaced (rule 4 guards partial exports only), a
+        retired one is removed (and may move into a replaced set), and the others stay, since
+        unchanged trees still produce them, so their ``requires`` must still resolve (rule 6).
         """
         touched = self.set_names
         retired = self.retired_ids
@@ -258,6 +263,19 @@ class ExportCheck:
                     self._missing(rid, in_set, required)
                 elif row is not None and row.set_name != SHARED and in_set != SHARED:
                     self._cross_set(rid, in_set, required, row.set_name)
+        for rid, requires in kept_shared.items():
+            for required in requires:
+                row = stored.get(required)
+                if required not in self.placement and (
+                    row is None or required in retired or (row.set_name != SHARED and row.set_name in touched)
+                ):
+                    self._add(
+                        6,
+                        f"shared resource {rid}, kept from the previous version, requires {required}, "
+                        "which this export removes",
+                        resources=(rid, required),
+                        sets=(SHARED_NAME,),
+                    )
         self._raise()
 
         plan = ExportPlan()

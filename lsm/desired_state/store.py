@@ -25,6 +25,7 @@ garbage (the caller passes the retention it wants).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -81,10 +82,17 @@ class DesiredStateStore:
         if complete:
             revisions = sql.current_revisions(conn, env_id, None)
             plan = check.plan_full(revisions, sql.current_shared(conn, env_id))
-        elif request.incremental:  # keyed like a partial export: costs what it carries
+        elif request.incremental:  # keyed like a partial export, plus the (small) shared set
             revisions = sql.current_revisions(conn, env_id, check.set_names)
-            rows = sql.current_rows(conn, env_id, check.resource_ids | check.retired_ids)
-            plan = check.plan_incremental(revisions, rows)
+            exported = {res.id for res in check.shared} | check.retired_ids
+            kept_shared = {
+                row.resource_id: json.loads(row.requires_json)
+                for row in sql.current_shared(conn, env_id)
+                if row.resource_id not in exported
+            }
+            needed = {required for requires in kept_shared.values() for required in requires}
+            rows = sql.current_rows(conn, env_id, check.resource_ids | check.retired_ids | needed)
+            plan = check.plan_incremental(revisions, rows, kept_shared)
         else:
             revisions = sql.current_revisions(conn, env_id, check.set_names)
             plan = check.plan_partial(revisions, sql.current_rows(conn, env_id, check.resource_ids))
