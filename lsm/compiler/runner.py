@@ -116,7 +116,7 @@ class CompileRunner:
                 except (LsmError, shared_records.SharedConflict) as exc:
                     message = getattr(exc, "message", str(exc))
                     reason = f"the incremental compile failed, so everything is refined: {message}"
-                    for key in ("incremental", "selected"):
+                    for key in ("incremental", "selected", "shared_retired"):
                         report.pop(key, None)
             report["complete"] = reason
             instances = self._load_exporting(ctx)
