@@ -328,3 +328,32 @@ def test_no_statement_of_an_incremental_full_compile_scans_a_table(
                 plan,
             )
     assert checked >= 8
+
+
+@pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
+def test_a_port_change_refines_the_tunnel_that_reads_it(
+    engine_factory: Callable[..., Engine], selector: str
+) -> None:
+    """The selector decides what depends on a changed instance: here the tunnel's tree, which is
+    not the port's ownership tree (examples/tunnel)."""
+    engine = engine_factory(str(REPO / "examples" / "tunnel"), selector=selector)
+    routers = engine.import_instances(
+        None, "router", "up", [{"mgmt_ip": f"10.0.0.{n}", "name": f"r{n}"} for n in (1, 2, 3)]
+    )
+    ports = engine.import_instances(None, "port", "up", [{"router": r, "name": "eth0"} for r in routers])
+    [tunnel] = engine.import_instances(
+        None, "tunnel", "up", [{"name": "t1", "a": ports[0], "b": ports[1], "key": "k"}]
+    )
+    full(engine)
+    bump(engine, ports[0], mtu=9000)
+    report = full(engine)
+    assert "complete" not in report
+    # r1's tree, the tunnel's and r2's (the tunnel reads its port); r3 is in no selection
+    assert (report["incremental"]["trees_refined"], report["incremental"]["trees_kept"]) == (3, 1)
+    endpoint = next(
+        r
+        for name, r in engine.store.resources(engine.context(None).env_id, report["version"])
+        if name == tunnel and "10.0.0.1" in r.id
+    )
+    assert endpoint.attributes["mtu"] == 9000
+    assert_equals_complete(engine)
