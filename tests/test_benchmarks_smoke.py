@@ -73,7 +73,7 @@ def test_full_scenario_refines_every_network_and_the_second_compile_rewrites_one
     # the second refines only the changed network (its hosts + the shared agent config) ...
     assert second["complete"] is None
     assert second["incremental"]["trees_refined"] == 1
-    assert second["incremental"]["trees_kept"] == NETWORKS - 1
+    assert second["incremental"]["sets_kept"] == NETWORKS - 1
     assert second["version_resources"] == RESOURCES + 1  # the changed network got one more host
     assert second["sets_replaced"] == 1
     # ... the complete one refines every network and still writes only the changed set

@@ -53,7 +53,7 @@ decide anything a partial compile decides differently.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -146,8 +146,6 @@ class Changes:
     requested: list[str] = field(default_factory=list)
     #: recorded tree roots whose root instance is no longer in the inventory at all
     gone_roots: list[str] = field(default_factory=list)
-    #: how many trees the records hold
-    recorded_trees: int = 0
     changed_instances: int = 0
     #: the change markers read: instance id -> marker version (``lsm.inventory.instance_changes``)
     seen: dict[str, int] = field(default_factory=dict)
@@ -196,15 +194,11 @@ def find_changes(session: Session, ctx: EnvironmentContext) -> Changes:
     changed = [iid for iid in ids if live[iid] != (recorded[iid][0] if iid in recorded else None)]
     roots = sorted({recorded[iid][1] for iid in changed if iid in recorded})
     live_roots = _existing(conn, ctx.env_id, roots)
-    recorded_trees = conn.execute(
-        sa.select(sa.func.count(sa.distinct(r.set_name))).where(r.env_id == ctx.env_id)
-    ).scalar_one()
     return Changes(
         requested=list(
             dict.fromkeys([*(c for c in changed if c in present), *(t for t in roots if t in live_roots)])
         ),
         gone_roots=[root for root in roots if root not in live_roots],
-        recorded_trees=int(recorded_trees),
         changed_instances=len(changed),
         seen=seen,
         live=live,
@@ -271,18 +265,6 @@ def _existing(conn: sa.Connection, env_id: str, ids: Sequence[str]) -> set[str]:
     return found
 
 
-def recorded_among(session: Session, env_id: str, trees: Iterable[str]) -> int:
-    """How many of ``trees`` the records hold (to report the kept trees)."""
-    conn = session.connection()
-    found: set[str] = set()
-    for chunk in chunks(sorted(set(trees))):
-        query = sa.select(_RECORDS.c.set_name).where(
-            _RECORDS.c.env_id == env_id, _RECORDS.c.set_name.in_(chunk)
-        )
-        found.update(conn.execute(query).scalars())
-    return len(found)
-
-
 def incremental_request(
     partial: ExportRequest, *, retired: list[str], fingerprint: str | None
 ) -> ExportRequest:
@@ -299,13 +281,18 @@ def incremental_request(
     )
 
 
-def tree_report(changes: Changes, *, refined: int, deleted: int, touched_recorded: int) -> dict[str, Any]:
-    """The report's account of an incremental full compile."""
+def tree_report(changes: Changes, *, refined: int, info: VersionInfo) -> dict[str, Any]:
+    """The report's account of an incremental full compile.
+
+    ``sets_kept``: the version's sets that this export did not write (their trees were not
+    refined, or refined into the same content), from the version's running set count.
+    """
+    kept = None if info.set_count is None else info.set_count - len(info.sets_replaced)
     return {
         "changed_instances": changes.changed_instances,
         "trees_refined": refined,
-        "trees_deleted": deleted,
-        "trees_kept": max(changes.recorded_trees - touched_recorded, 0),
+        "sets_deleted": len(info.sets_deleted),
+        "sets_kept": kept,
     }
 
 
@@ -317,6 +304,5 @@ __all__ = [
     "environment_fingerprint",
     "find_changes",
     "incremental_request",
-    "recorded_among",
     "tree_report",
 ]

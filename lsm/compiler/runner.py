@@ -196,10 +196,7 @@ class CompileRunner:
                 touched={*trees, *result.tree_of.values()},
             )
             report["incremental"] = incremental.tree_report(
-                changes,
-                refined=len(set(result.tree_of.values())),
-                deleted=len(info.sets_deleted),
-                touched_recorded=incremental.recorded_among(session, ctx.env_id, trees),
+                changes, refined=len(set(result.tree_of.values())), info=info
             )
             report["shared_retired"] = len(retired)
             self._finish_export(

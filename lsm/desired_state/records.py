@@ -120,6 +120,9 @@ class VersionInfo:
     resource_count: int
     #: what the version's sets were refined with (``None``: unknown, or refined with two models)
     model_fingerprint: str | None = None
+    #: how many named sets the version holds (``None``: unknown, before the first full export
+    #: after an upgrade)
+    set_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

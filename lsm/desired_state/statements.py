@@ -280,4 +280,5 @@ def version_info(row: Any) -> VersionInfo:
         sets_deleted=list(row["sets_deleted"]),
         resource_count=row["resource_count"],
         model_fingerprint=row.get("model_fingerprint"),
+        set_count=row.get("set_count"),
     )

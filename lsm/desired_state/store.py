@@ -100,14 +100,20 @@ class DesiredStateStore:
         number = (latest or 0) + 1
         previous_count = 0
         fingerprint = request.model_fingerprint
+        # a complete full export read every current revision: it knows the count outright
+        set_count: int | None = len(revisions) if complete else 0
         if latest is not None:
-            previous_count, base_fingerprint = conn.execute(
-                select(ds_version.c.resource_count, ds_version.c.model_fingerprint).where(
-                    ds_version.c.env_id == env_id, ds_version.c.number == latest
-                )
+            previous_count, base_fingerprint, base_sets = conn.execute(
+                select(
+                    ds_version.c.resource_count, ds_version.c.model_fingerprint, ds_version.c.set_count
+                ).where(ds_version.c.env_id == env_id, ds_version.c.number == latest)
             ).one()
             if not complete and base_fingerprint != fingerprint:
                 fingerprint = None  # some sets were refined with another model: unknown
+            if not complete:
+                set_count = base_sets
+        if set_count is not None:
+            set_count += sum(name not in revisions for name in plan.new_sets) - len(plan.sets_deleted)
         sql.write_plan(conn, env_id, number, plan)
         info = VersionInfo(
             number=number,
@@ -119,6 +125,7 @@ class DesiredStateStore:
             sets_deleted=plan.sets_deleted,
             resource_count=previous_count - plan.removed_count + plan.added_count,
             model_fingerprint=fingerprint,
+            set_count=set_count,
         )
         conn.execute(
             insert(ds_version).values(
@@ -132,6 +139,7 @@ class DesiredStateStore:
                 sets_deleted=info.sets_deleted,
                 resource_count=info.resource_count,
                 model_fingerprint=info.model_fingerprint,
+                set_count=info.set_count,
             )
         )
         conn.execute(update(ds_head).where(ds_head.c.env_id == env_id).values(latest=number))

@@ -87,6 +87,8 @@ ds_version = Table(
     Column("resource_count", Integer, nullable=False),
     # what the version's sets were refined with (``lsm.compiler.incremental``); NULL: unknown or mixed
     Column("model_fingerprint", String(64), nullable=True),
+    # how many named sets the version holds (a running count, like resource_count); NULL: unknown
+    Column("set_count", Integer, nullable=True),
 )
 
 #: One row per revision of a named set (the shared set has none: it is versioned per resource).

@@ -88,7 +88,7 @@ def test_a_marked_instance_that_exports_nothing_is_looked_at_once(
     assert report["incremental"] == {
         "changed_instances": 0,
         "trees_refined": 0,
-        "trees_deleted": 0,
-        "trees_kept": 1,
+        "sets_deleted": 0,
+        "sets_kept": 1,
     }
     assert markers(engine.db, env_id) == {}

@@ -83,8 +83,8 @@ def test_a_full_compile_after_one_change_refines_only_that_tree(
     assert second["incremental"] == {
         "changed_instances": 1,
         "trees_refined": 1,
-        "trees_deleted": 0,
-        "trees_kept": 19,
+        "sets_deleted": 0,
+        "sets_kept": 19,
     }
     assert second["sets_replaced"] == 1 and second["selected"] == {"network": 1}
     assert_equals_complete(engine)
@@ -118,9 +118,10 @@ def test_deleted_and_new_trees_are_deleted_and_refined(engine_factory: Callable[
         session.delete(dropped)
     engine.import_instances(None, "network", "up", [{"name": "new", "hosts": 1}])
     report = full(engine)
-    assert report["incremental"]["trees_deleted"] == 2
+    assert report["incremental"]["sets_deleted"] == 2
     assert report["incremental"]["trees_refined"] == 1
-    assert report["incremental"]["trees_kept"] == 2
+    assert report["incremental"]["sets_kept"] == 2
+    assert report["sets_replaced"] == 1  # the new one
     assert_equals_complete(engine)
 
 
@@ -349,7 +350,10 @@ def test_a_port_change_refines_the_tunnel_that_reads_it(
     report = full(engine)
     assert "complete" not in report
     # r1's tree, the tunnel's and r2's (the tunnel reads its port); r3 is in no selection
-    assert (report["incremental"]["trees_refined"], report["incremental"]["trees_kept"]) == (3, 1)
+    # refined: r1's tree, the tunnel's, r2's (the tunnel reads it); written: r1's and the tunnel's
+    # sets (r2's refined into the same content); kept: r2's and r3's
+    assert (report["incremental"]["trees_refined"], report["incremental"]["sets_kept"]) == (3, 2)
+    assert report["sets_replaced"] == 2
     endpoint = next(
         r
         for name, r in engine.store.resources(engine.context(None).env_id, report["version"])

@@ -135,3 +135,11 @@ def test_an_incremental_export_writes_the_same_rows_on_100_and_10000_sets(
         written.append(counter.rows)
     # close 1 revision + 1 resource, insert 1 revision + 1 resource + 1 shared, version + head
     assert written == [7, 7]
+
+
+def test_a_version_counts_its_sets_without_counting_them(store: DesiredStateStore, env: str) -> None:
+    assert store.get_version(env, 1).set_count == 3
+    store.export(env, incremental(sets={"d": [rec("w")], "a": [rec("x", v=9)]}, deleted_sets=["b", "c"]))
+    store.export(env, ExportRequest("partial", sets={"e": [rec("v")]}, deleted_sets=["zz"]))
+    counts = [store.get_version(env, n).set_count for n in (2, 3)]
+    assert counts == [2, 3] == [len(store.content(env, n).sets) for n in (2, 3)]

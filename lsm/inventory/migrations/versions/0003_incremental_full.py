@@ -14,6 +14,9 @@ Revises: 0002
 * ``ds_version.model_fingerprint``: the model a version's sets were refined with. Existing
   versions keep NULL, "unknown": the first full compile after the upgrade refines everything
   (and fills the two above), so an upgraded database never skips a tree on stale records.
+* ``ds_version.set_count``: how many sets a version holds, kept running like
+  ``resource_count`` so that a compile report can say how many sets it kept without counting
+  them. NULL until the next full export.
 """
 
 from __future__ import annotations
@@ -55,12 +58,14 @@ def upgrade() -> None:
         op.execute(statement)
     with op.batch_alter_table("ds_version") as batch:
         batch.add_column(sa.Column("model_fingerprint", sa.String(64), nullable=True))
+        batch.add_column(sa.Column("set_count", sa.Integer(), nullable=True))
     # The backfill is the NULLs above: an unknown fingerprint makes the next full compile
     # complete, which rewrites every record; nothing is guessed from the old rows.
 
 
 def downgrade() -> None:
     with op.batch_alter_table("ds_version") as batch:
+        batch.drop_column("set_count")
         batch.drop_column("model_fingerprint")
     if op.get_bind().dialect.name == "sqlite":
         for when in ("insert", "update", "delete"):
