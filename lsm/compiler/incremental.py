@@ -119,18 +119,21 @@ def _engine_version() -> str:
 
 
 def complete_reason(
-    *, requested_complete: bool, latest: VersionInfo | None, fingerprint: str | None
+    *, requested_complete: bool, latest: tuple[int, str | None] | None, fingerprint: str | None
 ) -> str | None:
-    """Why this full compile must refine everything, or ``None`` when it may be incremental."""
+    """Why this full compile must refine everything, or ``None`` when it may be incremental.
+
+    ``latest``: the newest version's number and model fingerprint (None: no version yet).
+    """
     if latest is None:
         return "first compile of the environment"
     if requested_complete:
         return "requested (incremental: false)"
     if fingerprint is None:
         return "the model has no fingerprint (not loaded from files)"
-    if latest.model_fingerprint is None:
+    if latest[1] is None:
         return "the stored version has no model fingerprint (older release, or refined with two models)"
-    if latest.model_fingerprint != fingerprint:
+    if latest[1] != fingerprint:
         return "the model, its lifecycles, the selector or the engine changed since the stored version"
     return None
 

@@ -101,7 +101,7 @@ class CompileRunner:
         A full compile is incremental when it may be (``lsm.compiler.incremental``); whatever
         fails on that path is retried complete, which gives the exact result or error."""
         started = time.perf_counter()
-        latest = self.store.latest_info(ctx.env_id)
+        latest = self.store.latest_fingerprint(ctx.env_id)
         fingerprint = incremental.environment_fingerprint(ctx)
         full = batch.kind == "full" or latest is None
         report["ran_as"] = "full" if full else "partial"

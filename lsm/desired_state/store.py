@@ -156,20 +156,21 @@ class DesiredStateStore:
             )
         return latest or None
 
-    def latest_info(self, env_id: str) -> VersionInfo | None:
-        """The header of the newest version of ``env_id``, or None before its first export."""
-        with self._db.read() as session:
-            conn = session.connection()
-            query = (
-                select(ds_version)
-                .join(
-                    ds_head,
-                    (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number),
-                )
-                .where(ds_version.c.env_id == env_id)
+    def latest_fingerprint(self, env_id: str) -> tuple[int, str | None] | None:
+        """The newest version number of ``env_id`` and its model fingerprint; None before the first.
+
+        Only these two columns: a version header of a large full export carries every set name.
+        """
+        query = (
+            select(ds_version.c.number, ds_version.c.model_fingerprint)
+            .join(
+                ds_head, (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number)
             )
-            row = conn.execute(query).mappings().one_or_none()
-        return None if row is None else sql.version_info(row)
+            .where(ds_version.c.env_id == env_id)
+        )
+        with self._db.read() as session:
+            row = session.connection().execute(query).one_or_none()
+        return None if row is None else (row.number, row.model_fingerprint)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
         """Version headers, newest first."""

@@ -218,8 +218,9 @@ def test_a_partial_compile_with_another_model_makes_the_next_full_complete(
     engine.request_compile(None, kind="partial", instance_ids=[a])
     engine.worker.drain()
     env_id = engine.context(None).env_id
-    latest = engine.store.latest_info(env_id)
-    assert latest is not None and latest.kind == "partial" and latest.model_fingerprint is None
+    latest = engine.store.latest_fingerprint(env_id)
+    assert latest is not None and latest[1] is None
+    assert engine.store.get_version(env_id, latest[0]).kind == "partial"
     report = full(engine)
     assert report["complete"].startswith("the stored version has no model fingerprint")
 
