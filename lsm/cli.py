@@ -700,6 +700,13 @@ def compile_(
     ] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Leave this instance out.")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Return when the compile finished.")] = False,
+    complete: Annotated[
+        bool,
+        typer.Option(
+            "--complete",
+            help="Full: refine every tree, not only those whose instances changed (suspected drift).",
+        ),
+    ] = False,
     url: Url = DEFAULT_URL,
     environment: Environment = None,
     as_json: AsJson = False,
@@ -710,6 +717,8 @@ def compile_(
             "--full compiles everything; leave out --entity and --id", param_hint="--full"
         )
     kind = "partial" if (entity or instance_id) else "full"
+    if complete and kind != "full":
+        raise typer.BadParameter("--complete is for full compiles", param_hint="--complete")
 
     def show(report: dict[str, Any]) -> None:
         _print_kv(
@@ -734,7 +743,11 @@ def compile_(
     def request(client: Client) -> dict[str, Any]:
         def ask() -> dict[str, Any]:
             return client.request_compile(
-                kind=kind, instance_ids=instance_id, service_entities=entity, exclude=exclude
+                kind=kind,
+                instance_ids=instance_id,
+                service_entities=entity,
+                exclude=exclude,
+                incremental=False if complete else None,
             )
 
         if not wait:

@@ -133,8 +133,9 @@ def test_bad_command_line_input_is_a_usage_error(lsm: Any) -> None:
     bad_attr = lsm("instance", "create", "note", "--attr", "no-equals-sign")
     no_version = lsm("instance", "delete", "note", "title=x")
     full_and_ids = lsm("compile", "--full", "--id", "x")
+    complete_partial = lsm("compile", "--complete", "--id", "x")
 
-    for result in (bad_json, bad_attr, no_version, full_and_ids):
+    for result in (bad_json, bad_attr, no_version, full_and_ids, complete_partial):
         assert result.exit_code == 2, result.output
 
 
@@ -158,8 +159,10 @@ def test_compile_requests(lsm: Any) -> None:
     full = as_json(lsm("compile", "--json"))
     partial = as_json(lsm("compile", "--entity", "note", "--exclude", "x", "--json"))
     table = lsm("compile", "--full")
+    complete = as_json(lsm("compile", "--complete", "--json"))
 
     assert (full["kind"], full["status"]) == ("full", "queued")
+    assert (complete["kind"], complete["status"]) == ("full", "queued")
     assert (partial["kind"], partial["service_entities"], partial["exclude"]) == ("partial", ["note"], ["x"])
     assert table.exit_code == 0 and "queued" in table.stdout
 

@@ -28,6 +28,7 @@ async def request_compile(body: CompileRequest, facades: FacadesDep, ctx: Contex
             instance_ids=body.instance_ids,
             service_entities=body.service_entities,
             exclude=body.exclude,
+            incremental=body.incremental,
         )
     )
     if not body.wait:

@@ -195,9 +195,14 @@ class Routes(ABC, Generic[ObjT, ListT]):
         exclude: list[str] | None = None,
         wait: bool = False,
         timeout: float | None = None,
+        incremental: bool | None = None,
     ) -> ObjT:
         """Request a compile; with ``wait`` the answer comes when it finished, or after ``timeout``
-        seconds (at most ``MAX_COMPILE_WAIT``) with the report as it stands."""
+        seconds (at most ``MAX_COMPILE_WAIT``) with the report as it stands.
+
+        ``incremental=False`` makes a full compile refine every tree (by default it refines only
+        the trees whose instances changed).
+        """
         body = _drop_none(
             {
                 "kind": kind,
@@ -206,6 +211,7 @@ class Routes(ABC, Generic[ObjT, ListT]):
                 "exclude": exclude,
                 "wait": wait,
                 "timeout": timeout,
+                "incremental": incremental,
             }
         )
         waited = min(timeout, MAX_COMPILE_WAIT) + COMPILE_WAIT_MARGIN if timeout else COMPILE_WAIT_TIMEOUT

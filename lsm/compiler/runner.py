@@ -19,21 +19,22 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, delete, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from lsm.compiler import incremental, shared_records
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.validation import ValidationBatches
-from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
+from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.orchestration import EnvironmentContext, Orchestrator
@@ -95,11 +96,29 @@ class CompileRunner:
         self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
     ) -> None:
         """Compile, export, and finish the batch in the export's transaction (one commit: a crash
-        leaves either nothing, and the request is resumed, or the version with its report)."""
+        leaves either nothing, and the request is resumed, or the version with its report).
+
+        A full compile is incremental when it may be (``lsm.compiler.incremental``); whatever
+        fails on that path is retried complete, which gives the exact result or error."""
         started = time.perf_counter()
-        full = batch.kind == "full" or self.store.latest_version(ctx.env_id) is None
+        latest = self.store.latest_fingerprint(ctx.env_id)
+        fingerprint = incremental.environment_fingerprint(ctx)
+        full = batch.kind == "full" or latest is None
         report["ran_as"] = "full" if full else "partial"
         if full:
+            reason = incremental.complete_reason(
+                requested_complete=_complete_requested(batch), latest=latest, fingerprint=fingerprint
+            )
+            if reason is None:
+                try:
+                    self._export_incremental(ctx, batch, report, timings, fingerprint, started)
+                    return
+                except (LsmError, shared_records.SharedConflict) as exc:
+                    message = getattr(exc, "message", str(exc))
+                    reason = f"the incremental compile failed, so everything is refined: {message}"
+                    for key in ("incremental", "selected", "shared_retired"):
+                        report.pop(key, None)
+            report["complete"] = reason
             instances = self._load_exporting(ctx)
             report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
             roots: list[str] = []
@@ -109,32 +128,135 @@ class CompileRunner:
         timings["select"] = time.perf_counter() - started
         result = refine(ctx.model, instances)
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
-        request = self._export_request(result, full=full, roots=roots, compile_id=batch.leader.id)
+        request = self._export_request(
+            result, full=full, roots=roots, compile_id=batch.leader.id, fingerprint=fingerprint
+        )
         exported = time.perf_counter()
+        trees = None if full else [*roots, *request.deleted_sets]
         with self.db.write() as session:
+            shared_records.replace_tree_shared(
+                session, ctx.env_id, result, shared_records.shared_hashes(request.shared), trees=trees
+            )
             info = self.store.export(ctx.env_id, request, session=session)
-            record_instance_resources(
+            self._finish_export(
+                ctx,
+                batch,
+                session,
+                result,
+                instances,
+                info,
+                trees,
+                report,
+                timings,
+                started=started,
+                exported=exported,
+            )
+        self._after_export(ctx, info.number)
+
+    def _export_incremental(
+        self,
+        ctx: EnvironmentContext,
+        batch: Batch,
+        report: dict[str, Any],
+        timings: dict[str, float],
+        fingerprint: str | None,
+        started: float,
+    ) -> None:
+        """Refine the selection of what changed; keep every other tree's set as stored."""
+        with self.db.read() as session:
+            changes = incremental.find_changes(session, ctx)
+        timings["changes"] = time.perf_counter() - started
+        instances: dict[str, list[InstanceDict]] = {}
+        roots: list[str] = []
+        if changes.requested:
+            synthetic = Batch(
+                leader=CompileRow(env_id=ctx.env_id, kind="partial", requested_ids=changes.requested)
+            )
+            instances, roots = self._select(ctx, synthetic)
+        report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
+        timings["select"] = time.perf_counter() - started
+        result = refine(ctx.model, instances)
+        timings.update({f"refine_{k}": v for k, v in result.timings.items()})
+        touched = sorted({*roots, *changes.gone_roots})
+        partial = self._export_request(result, full=False, roots=touched, compile_id=batch.leader.id)
+        hashes = shared_records.shared_hashes(partial.shared)
+        exported = time.perf_counter()
+        trees = [*touched, *partial.deleted_sets]
+        with self.db.write() as session:
+            shared_records.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
+            shared_records.check_shared_conflicts(session, ctx.env_id, hashes)
+            retired = shared_records.unproduced_shared(session, ctx.env_id)
+            request = incremental.incremental_request(partial, retired=retired, fingerprint=fingerprint)
+            info = self.store.export(ctx.env_id, request, session=session)
+            incremental.clear_markers(
                 session,
                 ctx.env_id,
+                changes,
+                compiled=instances,
+                touched={*trees, *result.tree_of.values()},
+            )
+            report["incremental"] = incremental.tree_report(
+                changes, refined=len(set(result.tree_of.values())), info=info
+            )
+            report["shared_retired"] = len(retired)
+            self._finish_export(
+                ctx,
+                batch,
+                session,
                 result,
-                version=info.number,
-                full=full,
-                trees=[*roots, *request.deleted_sets],
+                instances,
+                info,
+                trees,
+                report,
+                timings,
+                started=started,
+                exported=exported,
             )
-            timings["export"] = time.perf_counter() - exported
-            timings["total"] = time.perf_counter() - started
-            report.update(
-                instances=sum(len(d) for d in instances.values()),
-                resources=result.resource_count,
-                sets=len(result.sets),
-                sets_replaced=len(info.sets_replaced),
-                sets_deleted=info.sets_deleted,
-                timings=timings,
-            )
-            self.queue.finish(
-                batch, status="success", report=report, desired_state_version=info.number, session=session
-            )
-        if info.number % GC_EVERY == 0:
+        self._after_export(ctx, info.number)
+
+    def _finish_export(
+        self,
+        ctx: EnvironmentContext,
+        batch: Batch,
+        session: Session,
+        result: RefineResult,
+        instances: Mapping[str, list[InstanceDict]],
+        info: VersionInfo,
+        trees: list[str] | None,
+        report: dict[str, Any],
+        timings: dict[str, float],
+        *,
+        started: float,
+        exported: float,
+    ) -> None:
+        """Record what each instance produced and finish the batch, in the export's transaction."""
+        record_instance_resources(
+            session,
+            ctx.env_id,
+            result,
+            version=info.number,
+            full=trees is None,
+            trees=trees or (),
+            instances=instances,
+        )
+        if trees is None:  # every record rewritten: the change markers they cover are done
+            incremental.clear_covered_markers(session, ctx.env_id)
+        timings["export"] = time.perf_counter() - exported
+        timings["total"] = time.perf_counter() - started
+        report.update(
+            instances=sum(len(d) for d in instances.values()),
+            resources=result.resource_count,
+            sets=len(result.sets),
+            sets_replaced=len(info.sets_replaced),
+            sets_deleted=info.sets_deleted,
+            timings=timings,
+        )
+        self.queue.finish(
+            batch, status="success", report=report, desired_state_version=info.number, session=session
+        )
+
+    def _after_export(self, ctx: EnvironmentContext, number: int) -> None:
+        if number % GC_EVERY == 0:
             self.store.collect_garbage(ctx.env_id, keep=ctx.settings.desired_state_retention)
 
     def compute_full(self, ctx: EnvironmentContext) -> ExportRequest:
@@ -143,16 +265,29 @@ class CompileRunner:
         return self._export_request(result, full=True, roots=(), compile_id="")
 
     def _export_request(
-        self, result: RefineResult, *, full: bool, roots: Iterable[str], compile_id: str
+        self,
+        result: RefineResult,
+        *,
+        full: bool,
+        roots: Iterable[str],
+        compile_id: str,
+        fingerprint: str | None = None,
     ) -> ExportRequest:
         # a tree that produces nothing has no set: a full export leaves it out, a partial one deletes it
         sets = {name: [_record(r) for r in resources] for name, resources in result.sets.items() if resources}
         shared = [_record(r) for r in result.shared]
         if full:
-            return ExportRequest(kind="full", sets=sets, shared=shared, compile_id=compile_id)
+            return ExportRequest(
+                kind="full", sets=sets, shared=shared, compile_id=compile_id, model_fingerprint=fingerprint
+            )
         deleted = sorted(root for root in set(roots) if root not in sets)
         return ExportRequest(
-            kind="partial", sets=sets, shared=shared, deleted_sets=deleted, compile_id=compile_id
+            kind="partial",
+            sets=sets,
+            shared=shared,
+            deleted_sets=deleted,
+            compile_id=compile_id,
+            model_fingerprint=fingerprint,
         )
 
     def _load_exporting(self, ctx: EnvironmentContext) -> dict[str, list[InstanceDict]]:
@@ -211,9 +346,21 @@ class CompileRunner:
 
 
 def record_instance_resources(
-    session: Session, env_id: str, result: RefineResult, *, version: int, full: bool, trees: Iterable[str]
+    session: Session,
+    env_id: str,
+    result: RefineResult,
+    *,
+    version: int,
+    full: bool,
+    trees: Iterable[str],
+    instances: Mapping[str, Sequence[InstanceDict]] | None = None,
 ) -> None:
-    """Replace the per-instance resource index of the compiled trees (all of them for a full compile)."""
+    """Replace the per-instance resource index of the compiled trees (all of them for a full compile).
+
+    With ``instances`` (the dicts the compile refined) each row also records the instance's
+    version and state at this compile: what an incremental full compile compares with.
+    """
+    compiled = {d["id"]: d for dicts in (instances or {}).values() for d in dicts}
     stale = delete(InstanceResourcesRow).where(col(InstanceResourcesRow.env_id) == env_id)
     if not full:
         names = sorted({*trees, *result.tree_of.values()})
@@ -228,11 +375,18 @@ def record_instance_resources(
             "set_name": root,
             "desired_state_version": version,
             "resource_ids": [r.id for r in result.owned.get(instance_id, [])],
+            "instance_version": compiled[instance_id]["version"] if instance_id in compiled else None,
+            "instance_state": compiled[instance_id]["state"] if instance_id in compiled else None,
         }
         for instance_id, root in result.tree_of.items()
     ]
     for start in range(0, len(rows), 5000):
         session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
+
+
+def _complete_requested(batch: Batch) -> bool:
+    """Whether any request of the batch asked for a complete full compile (``incremental: false``)."""
+    return any(row.params.get("incremental") is False for row in batch.rows)
 
 
 def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[Row[Any]]:

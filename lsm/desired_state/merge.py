@@ -154,7 +154,7 @@ class ExportCheck:
     # -- outcomes -----------------------------------------------------------------------------
     def no_base(self, env_id: str) -> None:
         """The environment has no version yet: only a full export may create the first one."""
-        if self.kind == "partial":
+        if self.kind == "partial" or self.request.incremental:
             self._add(
                 7, f"the first desired-state version of environment {env_id} must come from a full export"
             )
@@ -230,6 +230,74 @@ class ExportCheck:
         plan.removed_count += len(plan.close_shared)
         return plan
 
+    def plan_incremental(
+        self,
+        revisions: Mapping[str, StoredRevision],
+        stored: Mapping[str, StoredResource],
+        kept_shared: Mapping[str, Iterable[str]],
+    ) -> ExportPlan:
+        """An incremental full export (``ExportRequest.incremental``), checked like a partial one.
+
+        ``stored`` maps each of ``resource_ids``, ``retired_ids`` and the ids ``kept_shared``
+        requires to its current row; ``kept_shared`` maps each stored shared resource that the
+        export neither carries nor retires to its ``requires``. Sets follow the partial rules;
+        the shared set is replaced where the export names it: a stored shared resource that the
+        export carries with other content is replaced (rule 4 guards partial exports only), a
+        retired one is removed (and may move into a replaced set), and the others stay, since
+        unchanged trees still produce them, so their ``requires`` must still resolve (rule 6).
+        """
+        touched = self.set_names
+        retired = self.retired_ids
+        for rid, new in self.placement.items():
+            row = stored.get(rid)
+            if row is None or row.set_name == new:
+                continue
+            old = row.set_name
+            if rid not in retired and (old == SHARED or old not in touched):
+                self._multiple_sets(rid, old, new)
+        for required, requirers in self.unresolved.items():
+            row = stored.get(required)
+            gone = row is None or required in retired or (row.set_name != SHARED and row.set_name in touched)
+            for rid, in_set in requirers:
+                if gone:
+                    self._missing(rid, in_set, required)
+                elif row is not None and row.set_name != SHARED and in_set != SHARED:
+                    self._cross_set(rid, in_set, required, row.set_name)
+        for rid, requires in kept_shared.items():
+            for required in requires:
+                row = stored.get(required)
+                if required not in self.placement and (
+                    row is None or required in retired or (row.set_name != SHARED and row.set_name in touched)
+                ):
+                    self._add(
+                        6,
+                        f"shared resource {rid}, kept from the previous version, requires {required}, "
+                        "which this export removes",
+                        resources=(rid, required),
+                        sets=(SHARED_NAME,),
+                    )
+        self._raise()
+
+        plan = ExportPlan()
+        self._plan_sets(plan, revisions, self.removed)
+        for res in self.shared:
+            row = stored.get(res.id)
+            if row is not None and row.set_name == SHARED:
+                if not _differs(row, res):
+                    continue
+                plan.close_shared.append(res.id)
+            plan.new_shared.append(res)
+        plan.close_shared.extend(
+            rid for rid in sorted(retired) if (row := stored.get(rid)) is not None and row.set_name == SHARED
+        )
+        plan.removed_count += len(plan.close_shared)
+        return plan
+
+    @property
+    def retired_ids(self) -> set[str]:
+        """The shared ids an incremental export removes (an id it also exports is not retired)."""
+        return set(self.request.retired_shared) - {res.id for res in self.shared}
+
     # -- internals ------------------------------------------------------------------------------
     def _plan_sets(
         self, plan: ExportPlan, revisions: Mapping[str, StoredRevision], removed: set[str]
@@ -298,7 +366,7 @@ class ExportCheck:
         )
 
     def _missing(self, rid: str, in_set: str, required: str) -> None:
-        if self.kind == "full":
+        if self.kind == "full" and not self.request.incremental:
             where = "not in the export"
         elif in_set == SHARED:
             where = "neither in the export nor kept from the previous version"

@@ -279,4 +279,6 @@ def version_info(row: Any) -> VersionInfo:
         sets_replaced=list(row["sets_replaced"]),
         sets_deleted=list(row["sets_deleted"]),
         resource_count=row["resource_count"],
+        model_fingerprint=row.get("model_fingerprint"),
+        set_count=row.get("set_count"),
     )

@@ -38,6 +38,7 @@ class CompilesFacade:
         exclude: list[str] | None = None,
         wait: bool = False,
         timeout: float = MAX_COMPILE_WAIT,
+        incremental: bool | None = None,
     ) -> CompileOut:
         env = self.core.environments.context(ctx.environment)
         if kind not in ("full", "partial"):
@@ -55,6 +56,7 @@ class CompilesFacade:
             service_entities=list(service_entities or []),
             exclude=list(exclude or []),
             reason="requested through the API",
+            incremental=incremental if kind == "full" else None,
             actor=ctx.actor,
             request_id=ctx.request_id,
         )

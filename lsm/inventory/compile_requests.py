@@ -46,6 +46,8 @@ class CompileOrder:
     validation: ValidationParams | None = None
     #: the selector this request asks for (``None``: the environment's setting)
     selector: str | dict[str, object] | list[object] | None = None
+    #: full compiles: ``False`` refines every tree (``None``: only what changed, when it may)
+    incremental: bool | None = None
     actor: str | None = None
     request_id: str | None = None
 
@@ -61,6 +63,8 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
         params.update(order.validation.model_dump())
     if order.selector is not None:
         params["selector"] = order.selector
+    if order.incremental is not None:
+        params["incremental"] = order.incremental
     row = CompileRow(
         env_id=order.env_id,
         kind=order.kind.value,

@@ -72,6 +72,7 @@ ds_head = Table(
 )
 
 #: One row per version: its header. ``sets_replaced`` / ``sets_deleted`` are JSON lists of names.
+#: ``model_fingerprint``: a full export sets it; a partial one keeps it only when it names the same.
 ds_version = Table(
     "ds_version",
     metadata,
@@ -84,6 +85,10 @@ ds_version = Table(
     Column("sets_replaced", JsonType, nullable=False),
     Column("sets_deleted", JsonType, nullable=False),
     Column("resource_count", Integer, nullable=False),
+    # what the version's sets were refined with (``lsm.compiler.incremental``); NULL: unknown or mixed
+    Column("model_fingerprint", String(64), nullable=True),
+    # how many named sets the version holds (a running count, like resource_count); NULL: unknown
+    Column("set_count", Integer, nullable=True),
 )
 
 #: One row per revision of a named set (the shared set has none: it is versioned per resource).

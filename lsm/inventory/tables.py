@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Column, Index, text
 from sqlmodel import Field, SQLModel
 
+from lsm.inventory import instance_changes
 from lsm.inventory.database import JsonType
 
 
@@ -183,6 +184,11 @@ class InstanceResourcesRow(SQLModel, table=True):
 
     Written by the compiler in the same transaction as the export, replaced per ownership tree
     (``set_name``) so that a partial compile touches only the trees it compiled.
+
+    ``instance_version`` / ``instance_state`` are the instance's ``version`` and ``state`` when
+    it was compiled: an incremental full compile refines only the trees of instances whose live
+    row differs (``lsm.compiler.incremental``). ``None`` (rows written before 0003) means
+    "unknown": such an instance counts as changed.
     """
 
     __tablename__ = "lsm_instance_resources"
@@ -192,6 +198,44 @@ class InstanceResourcesRow(SQLModel, table=True):
     set_name: str = Field(max_length=36)
     desired_state_version: int
     resource_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
+    instance_version: int | None = Field(default=None)
+    instance_state: str | None = Field(default=None, max_length=200)
+
+
+class InstanceChangeRow(SQLModel, table=True):
+    """An instance that changed since a full compile last looked at it (a change marker).
+
+    Written only by the database trigger on ``lsm_instance`` (``lsm.inventory.instance_changes``),
+    removed by full compiles; ``version`` is the instance's version at its last change.
+    """
+
+    __tablename__ = "lsm_instance_change"
+    env_id: str = Field(primary_key=True, max_length=36)
+    instance_id: str = Field(primary_key=True, max_length=36)
+    version: int
+
+
+class TreeSharedRow(SQLModel, table=True):
+    """A shared resource that an ownership tree produced when it was last compiled, with its hash.
+
+    Why: an incremental full compile skips unchanged trees but must still garbage-collect the
+    shared resources that no tree produces any more, and must fail where refining everything
+    would (two trees producing one shared resource with different content). These rows answer
+    both without refining: "does any tree still produce X" and "does another tree produce X
+    with another content", each through ``ix_lsm_tree_shared_resource``. Replaced per tree
+    (``set_name``, the tree's root id) in the export's transaction, like ``InstanceResourcesRow``.
+    """
+
+    __tablename__ = "lsm_tree_shared"
+    __table_args__ = (
+        # "does any tree produce X (with a content other than h)": the key first (see
+        # lsm.inventory.desired_state_tables for why keyed indexes do not lead with env_id)
+        Index("ix_lsm_tree_shared_resource", "resource_id", "env_id", "content_hash"),
+    )
+    set_name: str = Field(primary_key=True, max_length=255)
+    env_id: str = Field(primary_key=True, max_length=36)
+    resource_id: str = Field(primary_key=True)
+    content_hash: str = Field(max_length=64)
 
 
 class LeaseRow(SQLModel, table=True):
@@ -220,3 +264,6 @@ class ScheduleRow(SQLModel, table=True):
     env_id: str = Field(primary_key=True, max_length=36)
     job: str = Field(primary_key=True, max_length=50)
     last_tick: datetime | None = None
+
+
+instance_changes.install(SQLModel.metadata)

@@ -39,6 +39,10 @@ class Model:
     source: str = ""
     #: the model's source files and their (mtime, size) when it was loaded: see ``source_changed``
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: a hash of the model's source files as loaded (``source_fingerprint``); ``None`` when the
+    #: model was not loaded from files (then no full compile may skip a tree: see
+    #: ``lsm.compiler.incremental``)
+    fingerprint: str | None = None
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -67,6 +71,8 @@ def load_model(spec: str | Path, *, reload: bool = False) -> Model:
             module = _import(key)
             model = model_from_module(module, source=key)
             model.files = _stat(_files_of(module))
+            if model.fingerprint is None:
+                model.fingerprint = source_fingerprint(module)
             _cache[key] = model
         return _cache[key]
 
@@ -123,6 +129,31 @@ def _forget(spec: str) -> None:
     for name in names:
         sys.modules.pop(name, None)
     importlib.invalidate_caches()
+def source_fingerprint(module: ModuleType) -> str | None:
+    """A hash of the module's source: its file, or every ``.py`` file under a package directory.
+
+    Read at load, so it describes the code this process runs (an edit on disk after loading is
+    not running yet). Files the model imports from elsewhere are not covered: an operator who
+    changes those asks for a complete full compile. ``None`` for a module without files.
+    """
+    files: list[tuple[str, Path]] = []
+    for directory in getattr(module, "__path__", None) or ():
+        root = Path(directory)
+        files.extend((str(p.relative_to(root)), p) for p in sorted(root.rglob("*.py")))
+    if not files:
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            return None
+        files.append((Path(origin).name, Path(origin)))
+    digest = hashlib.blake2b(digest_size=16)
+    for name, path in files:
+        try:
+            content = path.read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{name}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
 
 
 def model_from_module(module: ModuleType, *, source: str = "") -> Model:

@@ -45,3 +45,8 @@ class CompileRequest(BaseModel):
     timeout: float = Field(
         MAX_COMPILE_WAIT, gt=0, le=MAX_COMPILE_WAIT, description="With wait: the longest to wait (seconds)."
     )
+    incremental: bool | None = Field(
+        None,
+        description="Full: false refines every tree (e.g. on suspected drift); by default only the "
+        "trees whose instances changed are refined, once a version with the same model exists.",
+    )

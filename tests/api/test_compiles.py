@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import httpx
 
+from lsm.inventory.tables import CompileRow
+from lsm.runtime.wiring import ApiRuntime
+
 
 def test_a_requested_compile_is_queued_and_listed(http: httpx.Client) -> None:
     response = http.post("/api/v1/compiles", json={"kind": "full"})
@@ -52,3 +55,15 @@ def test_an_unknown_compile_is_a_404(http: httpx.Client) -> None:
 
     assert response.status_code == 404
     assert response.json()["error"] == "not_found"
+
+
+def test_a_full_compile_can_ask_to_refine_everything(http: httpx.Client, engine: ApiRuntime) -> None:
+    """``incremental: false`` reaches the request that the worker runs (see
+    tests/compiler/test_incremental_full.py for what it does)."""
+    complete = http.post("/api/v1/compiles", json={"kind": "full", "incremental": False}).json()
+    default = http.post("/api/v1/compiles", json={"kind": "full"}).json()
+
+    with engine.db.read() as session:
+        rows = {c: session.get(CompileRow, c) for c in (complete["id"], default["id"])}
+    assert rows[complete["id"]] is not None and rows[complete["id"]].params == {"incremental": False}
+    assert rows[default["id"]] is not None and rows[default["id"]].params == {}

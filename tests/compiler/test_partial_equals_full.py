@@ -5,6 +5,10 @@ The one documented difference: a partial export never removes a shared resource 
 §4, rule 4), so shared resources that no instance produces any more stay until the
 next full compile garbage-collects them. The stored shared set must therefore contain the full
 compile's shared set, identical resource by resource, and nothing else may differ.
+
+The sequences also run full compiles, incremental (the default: only the trees that changed
+are refined) and complete (``incremental: false``); right after either, the stored desired
+state must equal the complete full compile exactly, shared set included.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 EXAMPLES_PER_TEST = int(os.environ.get("LSM_PROPERTY_EXAMPLES", "15"))
 
 
-def assert_partial_equals_full(engine: ApiRuntime, env: str) -> None:
+def assert_partial_equals_full(engine: ApiRuntime, env: str, *, exact_shared: bool = False) -> None:
+    """``exact_shared``: after a full compile, stale shared resources must be gone too."""
     ctx = engine.context(env)
     latest = engine.store.latest_version(ctx.env_id)
     try:
@@ -59,15 +64,19 @@ def assert_partial_equals_full(engine: ApiRuntime, env: str) -> None:
             assert stored[name][record.id] == record, f"{record.id} in set {name}"
     for record in expected.shared:
         assert stored_shared.get(record.id) == record, f"shared {record.id}"
+    if exact_shared:
+        assert sorted(stored_shared) == sorted(r.id for r in expected.shared)
 
 
 class World:
     """Applies operator and deploy operations in a fresh environment; skips what is refused."""
 
-    def __init__(self, engine: ApiRuntime, model: str) -> None:
+    def __init__(self, engine: ApiRuntime, model: str, *, partial_compiles: bool = True) -> None:
         self.engine = engine
         self.env = f"prop-{uuid.uuid4().hex[:12]}"
         engine.facades.environments.create_environment(RequestContext.local(), self.env, model)
+        if not partial_compiles:  # every state change then requests an (incremental) full compile
+            engine.facades.environments.set_setting(RequestContext.local(self.env), "partial_compiles", False)
         self.ctx = engine.context(self.env)
         self.instances: list[tuple[str, str]] = []
 
@@ -123,6 +132,21 @@ class World:
                 )
             )
 
+    def full_compile(self, *, incremental: bool) -> None:
+        """A full compile (incremental unless asked otherwise), run to the end, then the check."""
+        requested = self.engine.facades.compiles.request_compile(
+            RequestContext.local(self.env), kind="full", incremental=None if incremental else False
+        )
+        self.settle()
+        done = self.engine.facades.compiles.get_compile(RequestContext.local(self.env), requested.id)
+        if incremental and done.status == "success":
+            # the first compile of an environment is complete; any other may be incremental
+            first = (
+                self.engine.store.get_version(self.ctx.env_id, done.desired_state_version or 0).base is None
+            )
+            assert first or "complete" not in done.report, done.report
+        assert_partial_equals_full(self.engine, self.env, exact_shared=done.status == "success")
+
     def deploy(self, index: int, ok: bool) -> None:
         instance = self.pick(index)
         if instance is not None:
@@ -136,13 +160,15 @@ PROPERTY = settings(
 )
 
 
-def new_world(engine_factory: Callable[..., ApiRuntime], example: str) -> World:
+def new_world(
+    engine_factory: Callable[..., ApiRuntime], example: str, *, partial_compiles: bool = True
+) -> World:
     """A fresh environment for one hypothesis example, on the one engine this test function built."""
     engine: ApiRuntime | None = getattr(engine_factory, "engine", None)
     if engine is None:
         engine = engine_factory(str(EXAMPLES / example))
         engine_factory.engine = engine  # type: ignore[attr-defined]
-    return World(engine, str(EXAMPLES / example))
+    return World(engine, str(EXAMPLES / example), partial_compiles=partial_compiles)
 
 
 network_ops = st.lists(
@@ -151,6 +177,7 @@ network_ops = st.lists(
         st.tuples(st.just("update"), st.integers(0, 20), st.integers(0, 4)),
         st.tuples(st.just("delete"), st.integers(0, 20), st.just(0)),
         st.tuples(st.just("deploy"), st.integers(0, 20), st.booleans()),
+        st.tuples(st.just("full"), st.just(0), st.booleans()),
     ),
     min_size=1,
     max_size=12,
@@ -158,11 +185,11 @@ network_ops = st.lists(
 
 
 @PROPERTY
-@given(ops=network_ops)
+@given(ops=network_ops, partial_compiles=st.booleans())
 def test_networks_partial_equals_full(
-    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]]
+    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]], partial_compiles: bool
 ) -> None:
-    world = new_world(engine_factory, "networks")
+    world = new_world(engine_factory, "networks", partial_compiles=partial_compiles)
     for op, a, b in ops:
         if op == "create":
             world.create("network", {"name": f"n{a}", "hosts": b})
@@ -170,6 +197,9 @@ def test_networks_partial_equals_full(
             world.update(a, "network", {"hosts": b})
         elif op == "delete":
             world.delete(a)
+        elif op == "full":
+            world.full_compile(incremental=bool(b))
+            continue
         else:
             world.deploy(a, bool(b))
         world.settle()
@@ -188,6 +218,7 @@ router_ops = st.lists(
         st.tuples(st.just("rename"), st.integers(0, 10), st.integers(0, 2)),
         st.tuples(st.just("delete"), st.integers(0, 10), st.just(0)),
         st.tuples(st.just("deploy"), st.integers(0, 10), st.booleans()),
+        st.tuples(st.just("full"), st.just(0), st.booleans()),
     ),
     min_size=1,
     max_size=14,
@@ -195,11 +226,11 @@ router_ops = st.lists(
 
 
 @PROPERTY
-@given(ops=router_ops)
+@given(ops=router_ops, partial_compiles=st.booleans())
 def test_router_port_partial_equals_full(
-    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]]
+    engine_factory: Callable[..., ApiRuntime], ops: list[tuple[str, int, Any]], partial_compiles: bool
 ) -> None:
-    world = new_world(engine_factory, "router_port")
+    world = new_world(engine_factory, "router_port", partial_compiles=partial_compiles)
     for op, a, b in ops:
         if op == "router":
             world.create("router", {"mgmt_ip": f"10.0.0.{a}", "name": f"r{b}"})
@@ -213,6 +244,9 @@ def test_router_port_partial_equals_full(
             world.update(a, "router", {"name": f"r{b}"})
         elif op == "delete":
             world.delete(a)
+        elif op == "full":
+            world.full_compile(incremental=bool(b))
+            continue
         else:
             world.deploy(a, bool(b))
         world.settle()

@@ -330,7 +330,9 @@ def test_with_owner_tree_a_ports_partial_compile_leaves_the_tunnels_set_stale(
 
     The tunnel can not be created through the lifecycle with this selector (see above), so the
     network is imported in ``up`` and fully compiled; the port update then goes through the
-    lifecycle as usual. Only a full compile repairs the tunnel's set.
+    lifecycle as usual. Only a complete full compile repairs the tunnel's set: an incremental
+    one (the default) trusts the selector exactly as the partial compile did, finds the port
+    compiled at its current version, and keeps every set.
     """
     net = import_up(engine_factory(EXAMPLE))
     net.update("port", net.ports[1], mtu=9000)
@@ -345,6 +347,9 @@ def test_with_owner_tree_a_ports_partial_compile_leaves_the_tunnels_set_stale(
     with pytest.raises(AssertionError, match=re.escape(endpoint_id("10.0.0.1"))):
         assert_partial_equals_full(net.engine, env_id)
     net.engine.facades.compiles.request_compile(RequestContext.local(ENV), kind="full")
+    net.engine.processing.drain()
+    assert net.resource(endpoint_id("10.0.0.1"))["attributes"]["mtu"] == 1500
+    net.engine.facades.compiles.request_compile(RequestContext.local(ENV), kind="full", incremental=False)
     net.engine.processing.drain()
     assert net.resource(endpoint_id("10.0.0.1"))["attributes"]["mtu"] == 9000
     assert_partial_equals_full(net.engine, env_id)

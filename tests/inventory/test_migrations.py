@@ -120,3 +120,20 @@ def test_tables_without_a_revision_are_left_alone(blank: Database) -> None:
         SQLModel.metadata.tables["lsm_environment"].create(conn)
     with pytest.raises(ConfigurationError, match="no schema revision"):
         blank.create_schema()
+
+
+def test_an_upgraded_database_marks_changed_instances_like_a_new_one(blank: Database) -> None:
+    """Migration 0003 installs the change-marker trigger that ``create_all`` installs."""
+    _release_0_1(blank)
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO lsm_instance (id, env_id, entity, state, version, desired_state_version, "
+                "config, deleted, created_at, last_updated) VALUES ('i-9', 'env-1', 'thing', 'up', 4, 0, "
+                "'{}', false, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            )
+        )
+        conn.execute(text("UPDATE lsm_instance SET version = 5 WHERE id = 'i-9'"))
+        rows = conn.execute(text("SELECT env_id, instance_id, version FROM lsm_instance_change")).all()
+    assert [tuple(row) for row in rows] == [("env-1", "i-9", 5)]
