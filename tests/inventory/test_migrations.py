@@ -120,3 +120,49 @@ def test_tables_without_a_revision_are_left_alone(blank: Database) -> None:
         SQLModel.metadata.tables["lsm_environment"].create(conn)
     with pytest.raises(ConfigurationError, match="no schema revision"):
         blank.create_schema()
+
+
+def test_upgrading_from_0002_backfills_the_reverse_requires_index(blank: Database) -> None:
+    """A database at 0002 with stored desired state gets the edges of its current shared rows."""
+    from alembic import command
+
+    from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+    from lsm.errors import ExportRuleViolation
+    from lsm.inventory.desired_state_tables import ds_shared_require
+
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO lsm_environment (id, name, settings, created_at) "
+                "VALUES ('env-1', 'default', '{}', CURRENT_TIMESTAMP)"
+            )
+        )
+    store = DesiredStateStore(blank)
+    x, s, old = "R[a,name=x]", "R[a,name=s]", "R[a,name=old]"
+    store.export(
+        "env-1",
+        ExportRequest("full", sets={"a": [ResourceRecord(x, {})]}, shared=[ResourceRecord(old, {}, (x,))]),
+    )
+    store.export(
+        "env-1",
+        ExportRequest(
+            "full", sets={"a": [ResourceRecord(x, {})]}, shared=[ResourceRecord(s, {"v": 1}, (x,))]
+        ),
+    )
+    with blank.write_engine.begin() as conn:  # back to 0002, as a release of then left it
+        config = schema._config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0002")
+        assert "ds_shared_require" not in inspect(conn).get_table_names()
+    blank.create_schema()
+    assert _differences(blank) == []
+    with blank.read() as session:
+        edges = (
+            session.connection()
+            .execute(ds_shared_require.select().order_by(ds_shared_require.c.requirer_id))
+            .all()
+        )
+    assert [tuple(e) for e in edges] == [("env-1", x, s)]  # "old" was closed by version 2
+    with pytest.raises(ExportRuleViolation):
+        store.export("env-1", ExportRequest("partial", deleted_sets=["a"]))
