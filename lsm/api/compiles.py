@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.errors import InvalidInput
 from lsm.inventory.views import CompileOut
 
 router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
@@ -21,11 +22,29 @@ class CompileRequest(BaseModel):
     service_entities: list[str] | None = Field(None, description="Partial: every instance of these entities.")
     exclude: list[str] | None = Field(None, description="Instance ids left out of the request.")
     wait: bool = Field(False, description="Answer only when the compile finished.")
+    selector: str | dict[str, Any] | list[str | dict[str, Any]] | None = Field(
+        None, description="Partial: the selector for this compile (name, {name, params}, or a union list)."
+    )
+    explain: bool = Field(
+        False, description="Partial: answer what would be selected and why; nothing is queued (dry run)."
+    )
 
 
-@router.post("")
-def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep) -> CompileOut:
-    """Request a compile; the report, final when ``wait`` was given."""
+@router.post("", response_model=None)
+def request_compile(
+    body: CompileRequest, engine: EngineDep, env: EnvironmentDep
+) -> CompileOut | dict[str, Any]:
+    """Request a compile; the report, final when ``wait`` was given (the selection with ``explain``)."""
+    if body.explain:
+        if body.kind != "partial":
+            raise InvalidInput("only a partial compile can be explained", field="explain")
+        return engine.explain_compile(
+            env,
+            instance_ids=body.instance_ids,
+            service_entities=body.service_entities,
+            exclude=body.exclude,
+            selector=body.selector,
+        )
     return engine.request_compile(
         env,
         kind=body.kind,
@@ -33,6 +52,7 @@ def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep
         service_entities=body.service_entities,
         exclude=body.exclude,
         wait=body.wait,
+        selector=body.selector,
     )
 
 
@@ -45,6 +65,12 @@ def list_compiles(
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
     return engine.list_compiles(env, limit=limit, offset=offset)
+
+
+@router.get("/selectors")
+def list_selectors(engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+    """The selectors the environment can name, with their parameters."""
+    return engine.list_selectors(env)
 
 
 @router.get("/{compile_id}")

@@ -163,6 +163,7 @@ class Routes(ABC, Generic[ObjT, ListT]):
         service_entities: list[str] | None = None,
         exclude: list[str] | None = None,
         wait: bool = False,
+        selector: Any = None,
     ) -> ObjT:
         """Request a compile; with ``wait`` the answer comes when it finished (long timeout)."""
         body = _drop_none(
@@ -172,10 +173,36 @@ class Routes(ABC, Generic[ObjT, ListT]):
                 "service_entities": service_entities,
                 "exclude": exclude,
                 "wait": wait,
+                "selector": selector,
             }
         )
         timeout = COMPILE_WAIT_TIMEOUT if wait else None
         return self._one(Request("POST", "/api/v1/compiles", json=body, timeout=timeout))
+
+    def explain_compile(
+        self,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> ObjT:
+        """What a partial compile would select and why; nothing is queued (dry run)."""
+        body = _drop_none(
+            {
+                "kind": "partial",
+                "instance_ids": instance_ids,
+                "service_entities": service_entities,
+                "exclude": exclude,
+                "selector": selector,
+                "explain": True,
+            }
+        )
+        return self._one(Request("POST", "/api/v1/compiles", json=body))
+
+    def list_selectors(self) -> ListT:
+        """The selectors the environment can name, with their parameters."""
+        return self._many(Request("GET", "/api/v1/compiles/selectors"))
 
     def list_compiles(self, *, limit: int = 50, offset: int = 0) -> ListT:
         """The compile queue and history, newest first."""

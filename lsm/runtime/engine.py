@@ -16,11 +16,11 @@ from typing import Any
 
 from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore, VersionInfo
-from lsm.errors import InvalidInput
+from lsm.errors import InvalidInput, InvalidSetting
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import CompileOrder, enqueue
 from lsm.inventory.database import Database
-from lsm.inventory.settings import describe_settings, validate_setting
+from lsm.inventory.settings import describe_settings, selector_parts, validate_setting
 from lsm.inventory.tables import InstanceResourcesRow
 from lsm.inventory.views import CompileOut, EnvironmentOut, EventOut, InstanceOut
 from lsm.lifecycle import LifecycleRegistry
@@ -29,6 +29,8 @@ from lsm.orchestration.imports import import_instances
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.environments import Environments
 from lsm.schemas.compiles import CompileKind
+from lsm.selection import InventoryView, available_selectors
+from lsm.selection.specs import check_spec, parameters_of
 
 FINISHED = ("success", "failed")
 
@@ -107,6 +109,8 @@ class Engine:
 
     def set_setting(self, env: str | None, key: str, value: Any) -> dict[str, Any]:
         typed = validate_setting(key, value)
+        if key == "selector":
+            self.check_selector(env, typed, error=InvalidSetting)
         with self.db.write() as session:
             row = repo.get_environment(session, env or self.config.environment)
             row.settings = {**row.settings, key: typed}
@@ -272,13 +276,18 @@ class Engine:
         exclude: list[str] | None = None,
         wait: bool = False,
         timeout: float = 300.0,
+        selector: Any = None,
     ) -> CompileOut:
         ctx = self.context(env)
         if kind not in ("full", "partial"):
             raise InvalidInput(f"compile kind must be 'full' or 'partial', not {kind!r}", field="kind")
         for entity in service_entities or []:
             ctx.binding(entity)
-        if kind == "partial" and not (instance_ids or service_entities):
+        if selector is not None:
+            if kind != "partial":
+                raise InvalidInput("only a partial compile takes a selector", field="selector")
+            self.check_selector(env, selector)
+        if kind == "partial" and not (instance_ids or service_entities or selector is not None):
             raise InvalidInput(
                 "a partial compile needs instance_ids or service_entities", field="instance_ids"
             )
@@ -289,6 +298,7 @@ class Engine:
             service_entities=list(service_entities or []),
             exclude=list(exclude or []),
             reason="requested through the API",
+            selector=selector,
         )
         with self.db.write() as session:
             row = enqueue(session, order)
@@ -296,6 +306,48 @@ class Engine:
         if wait:
             return self.wait_for_compile(ctx.env_id, row.id, timeout=timeout)
         return CompileOut.from_row(row)
+
+    def check_selector(self, env: str | None, spec: Any, *, error: type[InvalidInput] = InvalidInput) -> None:
+        """Refuse (422, naming it) a selector spec this environment can not build."""
+        ctx = self.context(env)
+        try:
+            selector_parts(spec)
+        except InvalidInput as exc:
+            raise error(exc.message, **exc.details) from None
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog)
+            check_spec(spec, view, ctx.catalog, model=ctx.model, error=error)
+
+    def explain_compile(
+        self,
+        env: str | None,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> dict[str, Any]:
+        """What a partial compile would select and why (``lsm compile --explain``): nothing is queued."""
+        ctx = self.context(env)
+        for entity in service_entities or []:
+            ctx.binding(entity)
+        if selector is not None:
+            self.check_selector(env, selector)
+        return self.runner.explain(
+            ctx,
+            instance_ids=instance_ids or [],
+            service_entities=service_entities or [],
+            exclude=exclude or [],
+            selector=selector,
+        )
+
+    def list_selectors(self, env: str | None) -> list[dict[str, Any]]:
+        """The selectors this environment can name, with their parameters (``lsm selector list``)."""
+        ctx = self.context(env)
+        return [
+            {"name": name, "class": f"{cls.__module__}.{cls.__qualname__}", "parameters": parameters_of(cls)}
+            for name, cls in available_selectors(ctx.model).items()
+        ]
 
     def wait_for_compile(self, env: str | None, compile_id: str, *, timeout: float = 300.0) -> CompileOut:
         """Poll until the compile (or the compile it was merged into) finished."""
