@@ -7,6 +7,7 @@ Used by ``test_selector_completeness`` through a model built around ``examples/r
 from __future__ import annotations
 
 import importlib.util
+import random
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +37,31 @@ class Nothing(Selector):
         return {}
 
 
+class RandomSubset(Selector):
+    """Returns an arbitrary subset of the live instances: of the requested trees, and of others.
+
+    Each instance is in or out by a hash of ``seed`` (set by the property test, drawn by
+    Hypothesis), the number of the call, and what the instance is (entity, identity, name,
+    version, state), never its random id: so an example replays exactly, as Hypothesis needs.
+    """
+
+    name = "random_subset"
+    seed = 0
+    calls = 0
+
+    def select_all(self, instance_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        cls = type(self)
+        cls.calls += 1
+        picked: dict[str, list[str]] = {}
+        for binding in self.catalog:
+            for record in self.view.instances_of(binding.name):
+                attributes = record.active_attributes or record.candidate_attributes or {}
+                key = f"{cls.seed}:{cls.calls}:{record.entity}:{record.identity}:{attributes.get('name')}:"
+                if random.Random(f"{key}{record.version}:{record.state}").random() < 0.4:
+                    picked.setdefault(binding.name, []).append(record.id)
+        return picked
+
+
 def router_port_model() -> Model:
     """``examples/router_port`` with the selectors above in its ``SELECTORS``."""
     name = "tests_compiler_router_port_example"
@@ -50,6 +76,6 @@ def router_port_model() -> Model:
     return Model(
         bindings=base.bindings,
         implementations=base.implementations,
-        selectors={"router_only": RouterOnly, "nothing": Nothing},
+        selectors={"router_only": RouterOnly, "nothing": Nothing, "random_subset": RandomSubset},
         source="router_port+partial_selectors",
     )
