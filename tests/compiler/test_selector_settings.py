@@ -105,3 +105,21 @@ def test_explain_is_a_dry_run_that_says_why(engine_factory: Callable[..., Engine
     assert {"owner_tree", "relation_closure", "state", "router_only", "nothing"} <= set(names)
     assert names["state"]["parameters"]["states"]["required"] is True
     assert names["state"]["parameters"]["entities"]["required"] is False
+
+
+def test_merged_requests_compile_with_the_union_of_their_selectors(
+    engine_factory: Callable[..., Engine],
+) -> None:
+    engine = engine_factory(MODEL, selector="nothing")
+    router, ports = router_with_ports(engine)
+    (other,) = engine.import_instances(None, "router", "up", [{"mgmt_ip": "10.0.0.2", "name": "r2"}])
+    first = engine.request_compile(None, kind="partial", instance_ids=[ports[0]])
+    engine.request_compile(
+        None, kind="partial", instance_ids=[router], selector=["router_only", "relation_closure"]
+    )
+    engine.worker.drain()
+    done = engine.get_compile(None, first.id)
+    assert done.status == "success" and len(done.report["merged"]) == 1, done.report
+    assert done.report["selection"]["selector"] == ["nothing", "router_only", "relation_closure"]
+    assert done.report["selection"]["roots"] == [router]  # r2 is neither requested nor related
+    assert other not in done.report["selection"]["added"].get("*", {})
