@@ -1,7 +1,7 @@
 """The performance harness of lsm-engine: ``python -m benchmarks --help``.
 
 Why a package of its own (outside ``lsm``): performance is measured, never asserted by timed
-tests (DESIGN.md, Style). The harness drives the real engine (``lsm.runtime.engine.Engine``)
+tests (docs/architecture.md §8). The harness drives the real engine (``lsm.runtime.engine.Engine``)
 over the ``examples/networks`` model on a fresh database per measurement and writes what it
 measured as JSON under ``benchmarks/results/`` (gitignored), plus a table for people.
 

@@ -3,7 +3,7 @@
 Why so much context: a figure is only comparable with another one taken on the same machine,
 backend and code. So each document records the command line, the machine (CPU count, Python,
 SQLite and PostgreSQL versions), the git commit and whether ``lsm/`` had uncommitted changes,
-next to the per-size results and the checks against the targets (DESIGN.md's promises).
+next to the per-size results and the checks against the targets (docs/architecture.md §8).
 Checks are reported, never enforced: a slow run still exits 0; only a broken run exits 1.
 """
 

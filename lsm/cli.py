@@ -224,9 +224,20 @@ def worker(
     config: Annotated[
         str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
     ] = None,
-    poll: Annotated[float, typer.Option(help="Seconds between looks at the queue.")] = 0.5,
+    poll: Annotated[
+        float, typer.Option(help="Seconds between looks at the queue when nothing woke it (a fallback).")
+    ] = 1.0,
+    threads: Annotated[int, typer.Option(help="Compile runner threads.")] = 2,
+    lease_ttl: Annotated[
+        float, typer.Option(help="Seconds before a dead worker's compiles are taken over.")
+    ] = 30.0,
 ) -> None:
-    """Run a compile worker (no API) until interrupted: more of them scale compiles out on PostgreSQL."""
+    """Run a compile worker (no API) until interrupted.
+
+    On PostgreSQL, more workers on any machine share the work (validations in parallel,
+    exporting compiles one at a time per environment). On SQLite one worker process runs
+    (``lsm server`` includes one); a second refuses to start.
+    """
     import threading
 
     from lsm.runtime.config import load_config
@@ -234,8 +245,16 @@ def worker(
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model)
-        engine = Engine(settings.model_copy(update={"embedded_worker": True}))
-        engine.worker.poll_interval = poll
+        engine = Engine(
+            settings.model_copy(
+                update={
+                    "embedded_worker": True,
+                    "poll_interval": poll,
+                    "worker_threads": threads,
+                    "role": "lsm-worker",
+                }
+            )
+        )
         engine.start()
     err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
     try:

@@ -3,7 +3,7 @@
 Why: the harness drives the engine through its stage methods and its queue; when those move,
 the harness must break here, in the test suite, and not in the middle of a 100k-network run.
 These tests assert behaviour only (document shape, resource counts, sets written), never a
-time: performance is measured by ``python -m benchmarks``, never asserted (DESIGN.md, Style).
+time: performance is measured by ``python -m benchmarks``, never asserted (docs/architecture.md §8).
 Each runs on every configured backend (SQLite, and PostgreSQL with ``LSM_TEST_POSTGRES_URL``).
 """
 

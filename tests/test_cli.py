@@ -225,10 +225,12 @@ def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
         text=True,
     )
     try:
+        # Done is: the instance promoted AND the exporting compile its promote asked for has
+        # committed a version. Waiting for the state alone raced that compile (a flaky test).
         deadline = time.monotonic() + 60
-        while (
-            engine.get_instance(None, "network", created.id).state != "creating"
-            and time.monotonic() < deadline
+        while time.monotonic() < deadline and not (
+            engine.get_instance(None, "network", created.id).state == "creating"
+            and engine.list_desired_states(None)
         ):
             time.sleep(0.1)
         assert engine.get_instance(None, "network", created.id).state == "creating"

@@ -1,4 +1,4 @@
-"""The layer contract of DESIGN.md, checked over the import statements of every module.
+"""The layer contract of docs/architecture.md §2, checked over the import statements of every module.
 
 Imports point down only: a module may import from its own layer or any layer below it. The
 client imports nothing of the server side; the core never imports the bundled plugin packages
@@ -28,12 +28,13 @@ RANK = {
     "compiler": 5,
     "deploy": 5,
     "discovery": 5,
-    "runtime": 6,
-    "api": 7,
-    "cli": 7,
-    "quickstart": 7,
-    "testing": 7,
-    "client": 7,
+    "services": 6,
+    "runtime": 7,
+    "api": 8,
+    "cli": 8,
+    "quickstart": 8,
+    "testing": 8,
+    "client": 8,
 }
 
 
@@ -61,7 +62,7 @@ def test_imports_point_down(path: Path) -> None:
     own = relative.parts[0].removesuffix(".py")
     if own == "__init__":
         return  # lsm/__init__.py is the public facade: it re-exports every layer
-    assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to DESIGN.md"
+    assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to docs/architecture.md §2"
     problems = []
     for line, name in _imports(path):
         if name.startswith(("lsm_selectors", "lsm_lifecycles")):

@@ -26,7 +26,7 @@ ROUTERS = (
 
 
 def create_app(engine: Engine) -> FastAPI:
-    """The HTTP API of API.md over ``engine``; OpenAPI at ``/docs`` and ``/openapi.json``."""
+    """The HTTP API of docs/api.md over ``engine``; OpenAPI at ``/docs`` and ``/openapi.json``."""
     app = FastAPI(
         title="lsm-engine",
         version=_version(),

@@ -31,5 +31,5 @@ def get_entity_schema(entity: str, engine: EngineDep, env: EnvironmentDep) -> di
 
 @router.get("/lsm/v1/lifecycles/{name}")
 def get_lifecycle(name: str, engine: EngineDep) -> dict[str, Any]:
-    """A lifecycle by name: its states and transfers (SEMANTICS.md section 1)."""
+    """A lifecycle by name: its states and transfers (docs/semantics.md §1)."""
     return engine.lifecycle(name)

@@ -49,7 +49,7 @@ def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class Routes(ABC, Generic[ObjT, ListT]):
-    """The API of API.md, one method per route. Subclasses say how a ``Request`` is sent."""
+    """The API of docs/api.md, one method per route. Subclasses say how a ``Request`` is sent."""
 
     #: the environment (name or id) sent in ``X-LSM-Environment``; ``None``: the server's default
     environment: str | None

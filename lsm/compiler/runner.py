@@ -1,4 +1,4 @@
-"""``CompileRunner``: runs one claimed batch (full, partial or validation) and records its report.
+"""``CompileRunner``: runs one claimed exporting batch (full or partial) and records its report.
 
 Why one module: the three kinds share their stages (choose instances, build the instance dicts
 ``lsm.all`` returns, refine, then export or report a validation outcome) and their error
@@ -11,9 +11,7 @@ broke, and nothing is exported. Each stage is timed for the report.
 * **partial**: the requested ids (plus every instance of the requested entities, minus
   ``exclude``) are handed to the environment's selector; the trees it selects are refined and
   their sets replace the stored ones; a selected tree that produces nothing has its set deleted.
-* **validation**: the validated instance with its state's ``validate_self`` set, every other
-  instance with its ``validate_others`` set (``none`` leaves it out); the outcome goes back to
-  the orchestration as a ``ValidationOutcome``, with the compile id in the event log.
+* **validation** compiles are batched and run by ``lsm.compiler.validation``.
 """
 
 from __future__ import annotations
@@ -21,31 +19,32 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import Row, delete, insert
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
-from lsm.compiler.queue import Batch, CompileQueue
+from lsm.compiler.instances import InstanceDict, instance_dict
+from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
+from lsm.compiler.validation import ValidationBatches
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
-from lsm.inventory.compile_requests import validation_params
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
-from lsm.model import RefineResult, refine, validate
-from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
-from lsm.selection import BaseSelector, InstanceRecord, InventoryView, run_selector
+from lsm.model import RefineResult, refine
+from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.schemas.compiles import CompileKind
+from lsm.selection import BaseSelector, InstanceRecord, InventoryView
 from lsm.selection import select as run_selection
 from lsm.selection.diagnostics import explain_selection
 from lsm.selection.specs import build_spec
 
 log = logging.getLogger(__name__)
 
-InstanceDict = dict[str, Any]
 #: garbage-collect old desired-state versions every this many exports
 GC_EVERY = 10
 
@@ -64,18 +63,24 @@ class CompileRunner:
         self.store = store
         self.orchestrator = orchestrator
         self.contexts = contexts
+        self.validations = ValidationBatches(db, queue, orchestrator, self.selector)
 
     def run_batch(self, env_id: str, batch: Batch) -> None:
-        """Run ``batch`` and finish every request in it; never raises for a compile's own errors."""
+        """Run an exporting ``batch`` and finish every request in it; never raises for a compile's
+        own errors (a validation batch goes to ``lsm.compiler.validation``)."""
+        if batch.kind is CompileKind.VALIDATION:
+            self.validations.run(self.contexts(env_id), [batch])
+            return
         timings: dict[str, float] = {}
         report: dict[str, Any] = {"merged": [row.id for row in batch.merged]}
         try:
             ctx = self.contexts(env_id)
-            if batch.kind == "validation":
-                self._validation(ctx, batch, report, timings)
-                return
             with gc_paused():  # the whole compile: see lsm.gc_pause
                 self._export(ctx, batch, report, timings)
+        except LeaseLost:
+            log.warning(
+                "compile %s: lease lost (taken over after its time limit); result dropped", batch.leader.id
+            )
         except LsmError as exc:
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
@@ -162,7 +167,7 @@ class CompileRunner:
                 exporting = {s.name: s.purge_resources for s in lifecycle.states if s.export_resources}
                 rows = _rows_in_states(session, ctx.env_id, binding.name, list(exporting))
                 out[binding.name] = [
-                    _instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
+                    instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
                 ]
         return out
 
@@ -221,7 +226,7 @@ class CompileRunner:
                 report["selection"] = explain_selection(view, selection, spec)
         instances = {
             name: [
-                _instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
+                instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
                 for i in ids
             ]
             for name, ids in selection.instances.items()
@@ -245,114 +250,13 @@ class CompileRunner:
     def _requested(self, view: InventoryView, batch: Batch) -> list[str]:
         return _expand(view, batch.requested_ids(), batch.service_entities(), batch.exclude())
 
+    def selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
+        """The environment's selector over ``view`` (exporting and validation compiles alike)."""
+        return self._selector(ctx, view)
+
     def _selector(self, ctx: EnvironmentContext, view: InventoryView, spec: Any = None) -> BaseSelector:
         """The selector ``spec`` names (the environment's setting by default), built for this view."""
         return build_spec(ctx.settings.selector if spec is None else spec, view, ctx.catalog, model=ctx.model)
-
-    # -- validation compiles ---------------------------------------------------------------------
-    def _validation(
-        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
-    ) -> None:
-        started = time.perf_counter()
-        leader = batch.leader
-        instance_id = str(leader.instance_id)
-        params = validation_params(leader)
-        expected = params.instance_version
-        with self.db.read() as session:
-            row = session.get(InstanceRow, instance_id)
-        if row is None or row.version != expected or row.deleted:
-            report["stale"] = True  # the instance moved on; a newer request validates it
-            self.queue.finish(batch, status="success", report={**report, "timings": timings})
-            return
-        # The outcome is applied BEFORE the request is finished: after a crash in between, the
-        # request is resumed, finds the instance moved on and ends as stale; the other order
-        # could leave the instance waiting for a validation that is marked done.
-        outcome: dict[str, Any] = {"trigger": params.trigger, "target": params.target}
-        try:
-            instances = self._validation_instances(ctx, row)
-            report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
-            timings["select"] = time.perf_counter() - started
-            result = validate(ctx.model, instances)
-            timings.update({f"refine_{k}": v for k, v in result.timings.items()})
-            report["resources"] = result.resource_count
-            self._outcome(
-                ctx,
-                leader.id,
-                row,
-                success=True,
-                message="validation succeeded",
-                allocations=result.allocations.get(instance_id, {}),
-                **outcome,
-            )
-        except LsmError as exc:  # the model, the selector, or the allocated values were refused
-            report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
-            self._outcome(
-                ctx, leader.id, row, success=False, message=f"validation failed: {exc.message}", **outcome
-            )
-            self.queue.finish(batch, status="failed", report={**report, "timings": timings})
-            return
-        self.queue.finish(batch, status="success", report={**report, "timings": timings})
-
-    def _outcome(
-        self,
-        ctx: EnvironmentContext,
-        compile_id: str,
-        row: InstanceRow,
-        *,
-        success: bool,
-        message: str,
-        allocations: Mapping[str, Any] | None = None,
-        trigger: str = "auto",
-        target: str | None = None,
-    ) -> None:
-        outcome = ValidationOutcome(
-            instance_id=row.id,
-            expected_version=row.version,
-            compile_id=compile_id,
-            success=success,
-            message=message,
-            trigger="api_set_state" if trigger == "api_set_state" else "auto",
-            target=target,
-            allocations=dict(allocations or {}),
-        )
-        self.orchestrator.execute(ctx, outcome)
-
-    def _validation_instances(
-        self, ctx: EnvironmentContext, validated: InstanceRow
-    ) -> dict[str, list[InstanceDict]]:
-        """``validate_self`` for the validated instance, ``validate_others`` for the rest."""
-
-        def choose(record: InstanceRecord | InstanceRow) -> AttributeSetName | None:
-            state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
-            return state.validate_self if record.id == validated.id else state.validate_others
-
-        if ctx.settings.partial_compiles:
-            with self.db.read() as session:
-                view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=choose)
-                selected = run_selector(self._selector(ctx, view), [validated.id])
-                records = view.get_many(i for ids in selected.values() for i in ids)
-            return {
-                name: [
-                    _instance_dict(records[i], records[i].attribute_set(choose(records[i]) or "active"))
-                    for i in ids
-                ]
-                for name, ids in selected.items()
-            }
-        out: dict[str, list[InstanceDict]] = {}
-        with self.db.read() as session:
-            for binding in ctx.catalog:
-                query = select(InstanceRow).where(
-                    InstanceRow.env_id == ctx.env_id,
-                    InstanceRow.entity == binding.name,
-                    col(InstanceRow.deleted).is_(False),
-                )
-                dicts = []
-                for row in session.exec(query):
-                    name = choose(row)
-                    if name is not None:
-                        dicts.append(_instance_dict(row, getattr(row, f"{name}_attributes")))
-                out[binding.name] = dicts
-        return out
 
 
 def _expand(view: InventoryView, ids: list[str], entities: list[str], exclude: set[str]) -> list[str]:
@@ -408,23 +312,6 @@ def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str
         col(InstanceRow.deleted).is_(False),
     )
     return list(session.connection().execute(query))
-
-
-def _instance_dict(
-    row: InstanceRow | InstanceRecord | Row[Any], attributes: Any, *, purge: bool = False
-) -> InstanceDict:
-    """The instance dict ``lsm.all`` returns (SEMANTICS.md section 3), with the set this compile uses."""
-    return {
-        "id": row.id,
-        "entity": row.entity,
-        "version": row.version,
-        "state": row.state,
-        "attributes": attributes,
-        "candidate_attributes": row.candidate_attributes,
-        "active_attributes": row.active_attributes,
-        "rollback_attributes": row.rollback_attributes,
-        "purge_resources": purge,
-    }
 
 
 def _record(resource: Any) -> ResourceRecord:

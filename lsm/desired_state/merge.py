@@ -1,4 +1,4 @@
-"""The export rules (SEMANTICS.md section 4) and the plan of what an export writes.
+"""The export rules (docs/semantics.md §4) and the plan of what an export writes.
 
 Why pure: every rule must be checked before anything is written, and the checks must cost what
 the export carries, not what the environment holds. So this module never queries: the store

@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy import text
 from sqlmodel import Session
 
 from lsm.inventory.tables import CompileRow
 from lsm.schemas.compiles import CompileKind, CompileStatus
+
+#: the PostgreSQL channel a worker LISTENs on (``lsm.services.wakeup``)
+NOTIFY_CHANNEL = "lsm_work"
 
 
 class ValidationParams(BaseModel):
@@ -71,6 +75,11 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
         request_id=order.request_id,
     )
     session.add(row)
+    if session.get_bind().dialect.name == "postgresql":
+        # delivered when the caller commits: workers in other processes wake at once
+        session.execute(
+            text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": order.env_id}
+        )
     return row
 
 

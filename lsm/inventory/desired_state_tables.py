@@ -150,7 +150,7 @@ ds_resource = Table(
 #: ``requirer_id -> required_id`` of a current shared resource (the only resources that may
 #: require a resource of a named set). Why: a partial export that deletes or replaces a set
 #: must refuse to leave a stored shared resource requiring what the set no longer holds
-#: (SEMANTICS.md section 4, rule 6), and finding those requirers must cost what the export
+#: (docs/semantics.md §4, rule 6), and finding those requirers must cost what the export
 #: touches, never the size of the shared set. It holds the latest version only (exports are
 #: serialized by ``ds_head``): written with the shared rows, dropped when a full export closes
 #: them; history needs no reverse index.

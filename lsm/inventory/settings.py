@@ -64,6 +64,15 @@ class EnvironmentSettings(BaseModel):
     )
     desired_state_retention: int = Field(100, ge=1, description="Desired-state versions kept.")
     deploy_repair_interval: float = Field(600.0, ge=0, description="Seconds between repair deploys.")
+    compile_timeout: float = Field(
+        300.0, gt=0, le=86_400, description="Seconds a compile may run before it is stopped and failed."
+    )
+    validation_batch: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="Validation compiles of different trees run together, up to this many.",
+    )
 
     @field_validator("selector")
     @classmethod

@@ -150,6 +150,7 @@ class CompileRow(SQLModel, table=True):
             "ix_lsm_compile_active",
             "status",
             "env_id",
+            "kind",
             sqlite_where=text("status IN ('queued', 'running')"),
             postgresql_where=text("status IN ('queued', 'running')"),
         ),

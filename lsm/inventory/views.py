@@ -1,7 +1,7 @@
 """What the API returns: instances, events, compiles and environments as pydantic models.
 
 Built from rows by the ``from_row`` constructors so that every route returns the same shape
-(API.md "Instance body") and the OpenAPI document describes it.
+(docs/api.md §4) and the OpenAPI document describes it.
 """
 
 from __future__ import annotations

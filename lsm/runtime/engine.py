@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lsm.compiler import CompileQueue, CompileRunner, CompileWorker, EnvironmentLocks
+from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
 from lsm.desired_state import DesiredStateStore, VersionInfo
 from lsm.errors import InvalidInput, InvalidSetting
 from lsm.inventory import repository as repo
@@ -31,6 +31,11 @@ from lsm.runtime.environments import Environments
 from lsm.schemas.compiles import CompileKind
 from lsm.selection import InventoryView, available_selectors
 from lsm.selection.specs import check_spec, parameters_of
+from lsm.services import ServiceLoop
+from lsm.services.leases import Lease, process_identity
+from lsm.services.scheduler import Scheduler
+from lsm.services.singleton import hold_sqlite_worker
+from lsm.services.wakeup import Listener
 
 FINISHED = ("success", "failed")
 
@@ -49,7 +54,7 @@ class Engine:
         self.environments = Environments(self.db, self.lifecycles, config.environment, config.settings)
         self.orchestrator = Orchestrator(self.db)
         self.store = DesiredStateStore(self.db)
-        self.queue = CompileQueue(self.db)
+        self.queue = CompileQueue(self.db, lease_ttl=config.lease_ttl)
         self.runner = CompileRunner(
             self.db,
             self.queue,
@@ -57,28 +62,62 @@ class Engine:
             self.orchestrator,
             lambda env_id: self.environments.context(env_id),
         )
-        self.worker = CompileWorker(
+        owner, _ = process_identity(config.role)
+        self.compiles = CompileService(
             self.queue,
             EnvironmentLocks(self.db),
-            self.runner.run_batch,
-            lambda env_id: self.environments.context(env_id).settings,
+            self.runner,
+            lambda env_id: self.environments.context(env_id),
+            worker=owner,
         )
+        self.scheduler = Scheduler(self.db, self._schedules)
+        self.worker = ServiceLoop(
+            [self.compiles, self.scheduler],
+            threads=config.worker_threads,
+            poll_interval=config.poll_interval,
+            keepalives=[self.scheduler.keepalive, self._keep_worker_lease],
+            heartbeat_interval=min(5.0, config.lease_ttl / 3),
+            name=config.role,
+        )
+        self.listener = Listener(self.db, self.worker.wake)
+        self._worker_lease: Lease | None = None
 
     # -- lifecycle of the engine itself -----------------------------------------------------------
     def start(self) -> None:
-        """Create the schema, the default environment, and start the embedded workers."""
+        """Create the schema, the default environment, and start the embedded workers.
+
+        On SQLite, the process that runs the worker holds the one worker lease SQLite allows
+        (``lsm.services.singleton``): a second one is refused here, before anything runs.
+        """
         self.db.create_schema()
         self.environments.ensure(self.config.environment, self.config.model)
         if self.config.embedded_worker:
+            if self.db.is_sqlite:
+                self._worker_lease = hold_sqlite_worker(self.db, self.config.role)
             self.orchestrator.listeners.append(self.worker.wake)
             self.worker.start()
+            self.listener.start()
         self.ready = True
 
     def stop(self) -> None:
         self.ready = False
         if self.config.embedded_worker:
+            self.listener.stop()
             self.worker.stop()
+        self.scheduler.shutdown()
+        if self._worker_lease is not None:
+            self._worker_lease.release()
         self.db.dispose()
+
+    def _keep_worker_lease(self) -> None:
+        if self._worker_lease is not None:
+            self._worker_lease.keep()
+
+    def _schedules(self) -> list[tuple[str, str]]:
+        """Every environment's ``auto_full_compile`` cron (the scheduler's view)."""
+        with self.db.read() as session:
+            rows = repo.list_environments(session)
+        return [(r.id, self.environments.effective_settings(r.settings).auto_full_compile) for r in rows]
 
     def context(self, env: str | None) -> EnvironmentContext:
         return self.environments.context(env)

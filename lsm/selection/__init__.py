@@ -1,4 +1,4 @@
-"""Selection: which instances a partial compile sees (SEMANTICS.md section 3).
+"""Selection: which instances a partial compile sees (docs/semantics.md §3).
 
 The compiler builds an ``InventoryView`` per compile, looks the environment's selector up by
 name (``selector_for`` / ``build_selector``: entry points ``lsm.selectors`` plus the model's

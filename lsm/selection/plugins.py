@@ -1,7 +1,7 @@
 """Finding selectors by name: the ``lsm.selectors`` entry points plus the model's ``SELECTORS``.
 
 Why entry points: the bundled selectors (``lsm_selectors``) and third-party ones are found the
-same way, so the core never imports them (DESIGN.md, "Why the source roots"). A package
+same way, so the core never imports them (docs/architecture.md §3). A package
 registers a selector class with::
 
     [project.entry-points."lsm.selectors"]

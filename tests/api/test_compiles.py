@@ -1,4 +1,4 @@
-"""Compile requests and reports over HTTP (API.md "Compiles"), with the worker stopped so that
+"""Compile requests and reports over HTTP (docs/api.md §5), with the worker stopped so that
 requests stay queued where the test can see them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every error answer has the one body format of API.md "Errors", whatever raised it."""
+"""Every error answer has the one body format of docs/api.md §2, whatever raised it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Partial == full: after every change, applied as partial compiles, the stored desired state
 equals what a full compile produces from the same inventory, set by set, resource by resource.
 
-The one documented difference: a partial export never removes a shared resource (SEMANTICS.md
-section 4, rule 4), so shared resources that no instance produces any more stay until the
+The one documented difference: a partial export never removes a shared resource (docs/semantics.md
+§4, rule 4), so shared resources that no instance produces any more stay until the
 next full compile garbage-collects them. The stored shared set must therefore contain the full
 compile's shared set, identical resource by resource, and nothing else may differ.
 """
@@ -213,7 +213,7 @@ def test_router_port_partial_equals_full_whatever_subset_a_selector_returns(
 ) -> None:
     """A custom selector answering arbitrary subsets of the trees (parts of requested trees,
     other trees, nothing at all) never makes the stored desired state differ from a full
-    compile: the engine compiles every tree it touches whole (SEMANTICS.md, "Completeness")."""
+    compile: the engine compiles every tree it touches whole (docs/semantics.md §3, "Completeness")."""
     RandomSubset.seed, RandomSubset.calls = seed, 0
     engine: Engine | None = getattr(engine_factory, "engine", None)
     if engine is None:

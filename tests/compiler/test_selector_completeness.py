@@ -1,4 +1,4 @@
-"""Completeness (SEMANTICS.md section 3): a set is only ever replaced from its complete tree.
+"""Completeness (docs/semantics.md §3): a set is only ever replaced from its complete tree.
 
 Whatever a selector returns, the engine compiles every tree it touches whole, and never deletes
 the set of a live root that the selector left out. These scenarios lost desired state silently

@@ -1,4 +1,4 @@
-"""The export rules of SEMANTICS.md section 4: one test per rule and case, with the exact message
+"""The export rules of docs/semantics.md §4: one test per rule and case, with the exact message
 and details, and proof that a rejected export wrote nothing (every desired-state row is the
 same before and after, and the latest version did not move)."""
 

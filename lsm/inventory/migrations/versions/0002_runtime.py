@@ -39,7 +39,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_lsm_compile_active",
         "lsm_compile",
-        ["status", "env_id"],
+        ["status", "env_id", "kind"],
         sqlite_where=sa.text("status IN ('queued', 'running')"),
         postgresql_where=sa.text("status IN ('queued', 'running')"),
     )

@@ -4,7 +4,7 @@ Revision ID: 0003
 Revises: 0002
 
 A partial export that deletes or replaces a resource set must refuse to leave a stored shared
-resource requiring what the set no longer holds (SEMANTICS.md section 4, rule 6). The index
+resource requiring what the set no longer holds (docs/semantics.md §4, rule 6). The index
 answers "which current shared resources require these ids" through its primary key, so the
 check costs what the export touches. See ``lsm.inventory.desired_state_tables``.
 
