@@ -58,10 +58,12 @@ catalog_app = typer.Typer(
 instance_app = typer.Typer(help="Service instances: order, change, inspect.", no_args_is_help=True)
 environment_app = typer.Typer(help="Environments and their settings.", no_args_is_help=True)
 lifecycle_app = typer.Typer(help="Lifecycles (read offline from the lifecycle files).", no_args_is_help=True)
+selector_app = typer.Typer(help="Selectors of partial compiles.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(instance_app, name="instance")
 app.add_typer(environment_app, name="environment")
 app.add_typer(lifecycle_app, name="lifecycle")
+app.add_typer(selector_app, name="selector")
 
 # -- options shared by every client command ------------------------------------------------------
 Url = Annotated[str, typer.Option("--url", envvar="LSM_URL", help="Base URL of the lsm server.")]
@@ -707,6 +709,13 @@ def compile_(
             help="Full: refine every tree, not only those whose instances changed (suspected drift).",
         ),
     ] = False,
+    selector: Annotated[
+        str | None,
+        typer.Option("--selector", help='Partial: a selector name, or JSON ({"name", "params"} or a list).'),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show what a partial compile would select and why; run nothing.")
+    ] = False,
     url: Url = DEFAULT_URL,
     environment: Environment = None,
     as_json: AsJson = False,
@@ -716,7 +725,21 @@ def compile_(
         raise typer.BadParameter(
             "--full compiles everything; leave out --entity and --id", param_hint="--full"
         )
-    kind = "partial" if (entity or instance_id) else "full"
+    spec = _selector_spec(selector)
+    kind = "partial" if (entity or instance_id or spec is not None or explain) else "full"
+    if explain:
+        if full:
+            raise typer.BadParameter("--explain explains a partial compile", param_hint="--explain")
+        call(
+            url,
+            environment,
+            as_json,
+            lambda c: c.explain_compile(
+                instance_ids=instance_id, service_entities=entity, exclude=exclude, selector=spec
+            ),
+            _show_selection,
+        )
+        return
     if complete and kind != "full":
         raise typer.BadParameter("--complete is for full compiles", param_hint="--complete")
 
@@ -748,6 +771,7 @@ def compile_(
                 service_entities=entity,
                 exclude=exclude,
                 incremental=False if complete else None,
+                selector=spec,
             )
 
         if not wait:
@@ -792,6 +816,48 @@ def _event_line(kind: str, data: dict[str, Any]) -> str:
         return f"compile {str(data.get('id'))[:8]} ({data.get('kind')}) {data.get('status')}"
     instance = str(data.get("instance_id"))[:8]
     return f"{data.get('service_entity')} {instance}: {data.get('source')} → {data.get('target')}"
+
+
+def _selector_spec(value: str | None) -> Any:
+    """``--selector``: a plain name, or JSON for parameters and unions."""
+    if value is None or not value.strip().startswith(("{", "[", '"')):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--selector") from None
+
+
+def _show_selection(data: dict[str, Any]) -> None:
+    """``lsm compile --explain``: per requested instance, what it brought in and why."""
+    out.print(f"selector: {escape(_compact(data.get('selector')))}")
+    table = _table("selection (dry run: nothing compiled)", ("requested", "added", "why"))
+    for origin, added in (data.get("added") or {}).items():
+        if not added:
+            table.add_row(origin, "-", "-")
+        for instance_id, reason in added.items():
+            table.add_row(origin, instance_id, reason)
+    out.print(table)
+    if data.get("completed"):
+        out.print(f"completed by the engine (whole trees): {', '.join(data['completed'])}")
+    out.print(f"resource sets replaced or deleted: {', '.join(data.get('roots') or []) or 'none'}")
+
+
+@selector_app.command("list")
+def selector_list(url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False) -> None:
+    """The selectors this environment can use, with their parameters."""
+
+    def show(selectors: list[dict[str, Any]]) -> None:
+        table = _table("selectors", ("name", "parameters", "class"))
+        for item in selectors:
+            params = ", ".join(
+                f"{name}{'' if p.get('required') else '?'}: {p.get('type')}"
+                for name, p in (item.get("parameters") or {}).items()
+            )
+            table.add_row(item["name"], params or "-", item.get("class", ""))
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.list_selectors(), show)
 
 
 @app.command("desired-state")

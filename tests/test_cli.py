@@ -167,6 +167,22 @@ def test_compile_requests(lsm: Any) -> None:
     assert table.exit_code == 0 and "queued" in table.stdout
 
 
+def test_compile_explain_and_selector_list(lsm: Any) -> None:
+    router = as_json(
+        lsm("instance", "create", "router", "--attr", "mgmt_ip=10.9.0.1", "--attr", "name=r", "--json")
+    )
+    explained = lsm("compile", "--id", router["id"], "--explain", "--selector", '["owner_tree"]')
+    data = as_json(lsm("compile", "--id", router["id"], "--explain", "--json"))
+    listed = lsm("selector", "list")
+    queued = as_json(lsm("compile", "--id", router["id"], "--selector", "relation_closure", "--json"))
+
+    assert explained.exit_code == 0, explained.output
+    assert "dry run" in explained.stdout and router["id"] in explained.stdout
+    assert data["requested"] == [router["id"]] and data["selector"] == "owner_tree"
+    assert listed.exit_code == 0 and "relation_closure" in listed.stdout and "states" in listed.stdout
+    assert queued["kind"] == "partial" and queued["status"] == "queued"
+
+
 def test_environments_and_settings(lsm: Any) -> None:
     created = as_json(lsm("environment", "create", "lab", "--model", str(MODEL), "--json"))
     changed = as_json(lsm("environment", "set", "recompile_backoff", "1.5", "-e", "lab", "--json"))

@@ -1,25 +1,43 @@
-"""``/api/v1/compiles``: request compiles (full or partial, optionally waiting) and read reports."""
+"""``/api/v1/compiles``: request compiles (full or partial, optionally waiting), explain a selection,
+and read reports."""
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.errors import InvalidInput
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
 router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
 
 
-@router.post("")
-async def request_compile(body: CompileRequest, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
-    """Request a compile; the report, final when ``wait`` was given (or as it stands at ``timeout``).
+@router.post("", response_model=None)
+async def request_compile(
+    body: CompileRequest, facades: FacadesDep, ctx: ContextDep
+) -> CompileOut | dict[str, Any]:
+    """Request a compile; the report, final when ``wait`` was given (or as it stands at ``timeout``);
+    with ``explain``, what a partial compile would select and why (nothing is queued).
 
     Async so that a waiting request holds no worker thread: only the database reads run in one.
     """
+    if body.explain:
+        if body.kind != "partial":
+            raise InvalidInput("only a partial compile can be explained", field="explain")
+        return await run_in_threadpool(
+            partial(
+                facades.compiles.explain_compile,
+                ctx,
+                instance_ids=body.instance_ids,
+                service_entities=body.service_entities,
+                exclude=body.exclude,
+                selector=body.selector,
+            )
+        )
     queued = await run_in_threadpool(
         partial(
             facades.compiles.request_compile,
@@ -29,6 +47,7 @@ async def request_compile(body: CompileRequest, facades: FacadesDep, ctx: Contex
             service_entities=body.service_entities,
             exclude=body.exclude,
             incremental=body.incremental,
+            selector=body.selector,
         )
     )
     if not body.wait:
@@ -45,6 +64,12 @@ def list_compiles(
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
     return facades.compiles.list_compiles(ctx, limit=limit, offset=offset)
+
+
+@router.get("/selectors")
+def list_selectors(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
+    """The selectors the environment can name, with their parameters."""
+    return facades.compiles.list_selectors(ctx)
 
 
 @router.get("/{compile_id}")

@@ -196,6 +196,7 @@ class Routes(ABC, Generic[ObjT, ListT]):
         wait: bool = False,
         timeout: float | None = None,
         incremental: bool | None = None,
+        selector: Any = None,
     ) -> ObjT:
         """Request a compile; with ``wait`` the answer comes when it finished, or after ``timeout``
         seconds (at most ``MAX_COMPILE_WAIT``) with the report as it stands.
@@ -212,10 +213,36 @@ class Routes(ABC, Generic[ObjT, ListT]):
                 "wait": wait,
                 "timeout": timeout,
                 "incremental": incremental,
+                "selector": selector,
             }
         )
         waited = min(timeout, MAX_COMPILE_WAIT) + COMPILE_WAIT_MARGIN if timeout else COMPILE_WAIT_TIMEOUT
         return self._one(Request("POST", "/api/v1/compiles", json=body, timeout=waited if wait else None))
+
+    def explain_compile(
+        self,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> ObjT:
+        """What a partial compile would select and why; nothing is queued (dry run)."""
+        body = _drop_none(
+            {
+                "kind": "partial",
+                "instance_ids": instance_ids,
+                "service_entities": service_entities,
+                "exclude": exclude,
+                "selector": selector,
+                "explain": True,
+            }
+        )
+        return self._one(Request("POST", "/api/v1/compiles", json=body))
+
+    def list_selectors(self) -> ListT:
+        """The selectors the environment can name, with their parameters."""
+        return self._many(Request("GET", "/api/v1/compiles/selectors"))
 
     def list_compiles(self, *, limit: int = 50, offset: int = 0) -> ListT:
         """The compile queue and history, newest first."""

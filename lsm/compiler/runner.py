@@ -39,7 +39,10 @@ from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.schemas.compiles import CompileKind
-from lsm.selection import BaseSelector, InstanceRecord, InventoryView, build_selector, run_selector
+from lsm.selection import BaseSelector, InstanceRecord, InventoryView
+from lsm.selection import select as run_selection
+from lsm.selection.diagnostics import explain_selection
+from lsm.selection.specs import build_spec
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ class CompileRunner:
             report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
             roots: list[str] = []
         else:
-            instances, roots = self._select(ctx, batch)
+            instances, roots = self._select(ctx, batch, report)
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
         timings["select"] = time.perf_counter() - started
         result = refine(ctx.model, instances)
@@ -304,9 +307,43 @@ class CompileRunner:
         return out
 
     def _select(
-        self, ctx: EnvironmentContext, batch: Batch
+        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any] | None = None
     ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
-        """The selector's trees for the batch's requests, with active attributes (exporting states only)."""
+        """The selector's trees for the batch's requests, with active attributes (exporting states only).
+
+        The selector is the union of what the batch's requests name (``params["selector"]``,
+        the environment's setting for a request that names none): merged requests each get at
+        least what they asked for. ``report["selection"]`` says which, and why each instance
+        was compiled (``lsm.selection.diagnostics``).
+        """
+        requested, spec = self._batch_request(ctx, batch)
+        return self._selection(ctx, requested, spec, report)
+
+    def explain(
+        self,
+        ctx: EnvironmentContext,
+        *,
+        instance_ids: Iterable[str] = (),
+        service_entities: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        selector: Any = None,
+    ) -> dict[str, Any]:
+        """What a partial compile of these ids would select and why, without compiling (dry run)."""
+        report: dict[str, Any] = {}
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog)
+            requested = _expand(view, list(instance_ids), list(service_entities), set(exclude))
+        spec = ctx.settings.selector if selector is None else selector
+        instances, roots = self._selection(ctx, requested, spec, report)
+        return {
+            **report["selection"],
+            "selected": {name: [d["id"] for d in dicts] for name, dicts in instances.items()},
+            "roots": roots,
+        }
+
+    def _selection(
+        self, ctx: EnvironmentContext, requested: list[str], spec: Any, report: dict[str, Any] | None
+    ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
         purge: dict[str, bool] = {}
 
         def exporting(record: InstanceRecord) -> AttributeSetName | None:
@@ -316,33 +353,53 @@ class CompileRunner:
 
         with self.db.read() as session:
             view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=exporting)
-            requested = self._requested(view, batch)
-            selector = self._selector(ctx, view)
-            selected = run_selector(selector, requested)
-            roots = selector.roots()
-            records = view.get_many(i for ids in selected.values() for i in ids)
+            selector = self._selector(ctx, view, spec)
+            selection = run_selection(selector, requested)
+            roots = selection.roots
+            records = view.get_many(selection.ids)
+            if report is not None:
+                report["selection"] = explain_selection(view, selection, spec)
         instances = {
             name: [
                 instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
                 for i in ids
             ]
-            for name, ids in selected.items()
+            for name, ids in selection.instances.items()
         }
         return instances, roots
 
+    def _batch_request(self, ctx: EnvironmentContext, batch: Batch) -> tuple[list[str], Any]:
+        """The requested ids of the batch, and the selector spec of its requests (a union if they differ)."""
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog)
+            requested = self._requested(view, batch)
+        specs: list[Any] = []
+        for row in batch.rows:
+            spec = row.params.get("selector")
+            spec = ctx.settings.selector if spec is None else spec
+            for part in spec if isinstance(spec, list) else [spec]:
+                if part not in specs:
+                    specs.append(part)
+        return requested, specs[0] if len(specs) == 1 else specs
+
     def _requested(self, view: InventoryView, batch: Batch) -> list[str]:
-        ids = batch.requested_ids()
-        for entity in batch.service_entities():
-            ids.extend(record.id for record in view.instances_of(entity))
-        exclude = batch.exclude()
-        return [i for i in dict.fromkeys(ids) if i not in exclude]
+        return _expand(view, batch.requested_ids(), batch.service_entities(), batch.exclude())
 
     def selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
         """The environment's selector over ``view`` (exporting and validation compiles alike)."""
         return self._selector(ctx, view)
 
-    def _selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
-        return build_selector(ctx.settings.selector, view, ctx.catalog, model=ctx.model)
+    def _selector(self, ctx: EnvironmentContext, view: InventoryView, spec: Any = None) -> BaseSelector:
+        """The selector ``spec`` names (the environment's setting by default), built for this view."""
+        return build_spec(ctx.settings.selector if spec is None else spec, view, ctx.catalog, model=ctx.model)
+
+
+def _expand(view: InventoryView, ids: list[str], entities: list[str], exclude: set[str]) -> list[str]:
+    """Requested ids plus every live instance of the requested entities, minus ``exclude``."""
+    ids = list(ids)
+    for entity in entities:
+        ids.extend(record.id for record in view.instances_of(entity))
+    return [i for i in dict.fromkeys(ids) if i not in exclude]
 
 
 def record_instance_resources(

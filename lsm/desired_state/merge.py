@@ -70,6 +70,15 @@ class StoredResource:
     requires_json: str
 
 
+@dataclass(frozen=True, slots=True)
+class SharedEdge:
+    """A current shared resource requiring a resource of a set an export touches."""
+
+    requirer_id: str
+    required_id: str
+    required_set: str
+
+
 @dataclass(slots=True)
 class ExportPlan:
     """What an accepted export writes; everything else stays as it is.
@@ -161,13 +170,28 @@ class ExportCheck:
         self._raise()
 
     def plan_partial(
-        self, revisions: Mapping[str, StoredRevision], stored: Mapping[str, StoredResource]
+        self,
+        revisions: Mapping[str, StoredRevision],
+        stored: Mapping[str, StoredResource],
+        shared_edges: Iterable[SharedEdge] = (),
     ) -> ExportPlan:
         """Check the rules against the current rows of ``set_names`` and ``resource_ids``.
 
         ``revisions`` maps a name to its current revision (absent = no such set); ``stored`` maps
-        a resource id to its current row (absent = not in the latest version).
+        a resource id to its current row (absent = not in the latest version); ``shared_edges``
+        are the stored shared resources' requires into the sets of ``set_names`` (a partial
+        export keeps every stored shared resource, so none of them may be left requiring a
+        resource this export removes: rule 6).
         """
+        for edge in shared_edges:
+            if edge.required_id not in self.placement:
+                self._add(
+                    6,
+                    f"stored shared resource {edge.requirer_id} requires {edge.required_id}, which this "
+                    f"export removes from resource set {display(edge.required_set)}",
+                    resources=(edge.requirer_id, edge.required_id),
+                    sets=(display(edge.required_set), SHARED_NAME),
+                )
         touched = self.set_names
         for rid, new in self.placement.items():
             row = stored.get(rid)
@@ -412,4 +436,12 @@ def _differs(row: StoredResource, res: EncodedResource) -> bool:
     return row.attributes_json != res.attributes_json or row.requires_json != res.requires_json
 
 
-__all__ = ["SHARED", "ExportCheck", "ExportPlan", "StoredResource", "StoredRevision", "display"]
+__all__ = [
+    "SHARED",
+    "ExportCheck",
+    "ExportPlan",
+    "SharedEdge",
+    "StoredResource",
+    "StoredRevision",
+    "display",
+]

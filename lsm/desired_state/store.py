@@ -95,7 +95,11 @@ class DesiredStateStore:
             plan = check.plan_incremental(revisions, rows, kept_shared)
         else:
             revisions = sql.current_revisions(conn, env_id, check.set_names)
-            plan = check.plan_partial(revisions, sql.current_rows(conn, env_id, check.resource_ids))
+            plan = check.plan_partial(
+                revisions,
+                sql.current_rows(conn, env_id, check.resource_ids),
+                sql.shared_edges_into(conn, env_id, check.set_names),
+            )
 
         number = (latest or 0) + 1
         previous_count = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
@@ -18,6 +19,8 @@ from lsm.inventory.compile_requests import CompileOrder, enqueue
 from lsm.inventory.views import compile_out
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
+from lsm.selection import available_selectors
+from lsm.selection.specs import parameters_of, validate_spec
 
 FINISHED = (CompileStatus.SUCCESS.value, CompileStatus.FAILED.value)
 
@@ -39,13 +42,18 @@ class CompilesFacade:
         wait: bool = False,
         timeout: float = MAX_COMPILE_WAIT,
         incremental: bool | None = None,
+        selector: Any = None,
     ) -> CompileOut:
         env = self.core.environments.context(ctx.environment)
         if kind not in ("full", "partial"):
             raise InvalidInput(f"compile kind must be 'full' or 'partial', not {kind!r}", field="kind")
         for entity in service_entities or []:
             env.binding(entity)
-        if kind == "partial" and not (instance_ids or service_entities):
+        if selector is not None:
+            if kind != "partial":
+                raise InvalidInput("only a partial compile takes a selector", field="selector")
+            validate_spec(self.core.db, env.env_id, env.catalog, selector, model=env.model)
+        if kind == "partial" and not (instance_ids or service_entities or selector is not None):
             raise InvalidInput(
                 "a partial compile needs instance_ids or service_entities", field="instance_ids"
             )
@@ -57,6 +65,7 @@ class CompilesFacade:
             exclude=list(exclude or []),
             reason="requested through the API",
             incremental=incremental if kind == "full" else None,
+            selector=selector,
             actor=ctx.actor,
             request_id=ctx.request_id,
         )
@@ -98,6 +107,37 @@ class CompilesFacade:
                 if out.status in FINISHED or remaining <= 0:
                     return out
                 await heard.wait(min(poll, remaining))
+
+    def explain_compile(
+        self,
+        ctx: RequestContext,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> dict[str, Any]:
+        """What a partial compile would select and why (``lsm compile --explain``): nothing is queued."""
+        env = self.core.environments.context(ctx.environment)
+        for entity in service_entities or []:
+            env.binding(entity)
+        if selector is not None:
+            validate_spec(self.core.db, env.env_id, env.catalog, selector, model=env.model)
+        return self.core.explain(
+            env,
+            instance_ids=instance_ids or [],
+            service_entities=service_entities or [],
+            exclude=exclude or [],
+            selector=selector,
+        )
+
+    def list_selectors(self, ctx: RequestContext) -> list[dict[str, Any]]:
+        """The selectors this environment can name, with their parameters (``lsm selector list``)."""
+        env = self.core.environments.context(ctx.environment)
+        return [
+            {"name": name, "class": f"{cls.__module__}.{cls.__qualname__}", "parameters": parameters_of(cls)}
+            for name, cls in available_selectors(env.model).items()
+        ]
 
     def list_compiles(self, ctx: RequestContext, *, limit: int = 50, offset: int = 0) -> list[CompileOut]:
         env_id = self.core.environments.context(ctx.environment).env_id

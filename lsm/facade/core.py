@@ -7,8 +7,9 @@ environment to its ``EnvironmentContext`` and to create or refresh one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lsm.desired_state import DesiredStateStore
 from lsm.facade.signal import ChangeSignal
@@ -33,6 +34,10 @@ class EnvironmentContexts(Protocol):
     def invalidate(self, env_id: str) -> None: ...
 
 
+def _no_runner(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+    raise RuntimeError("this runtime has no compile runner to explain a selection with")
+
+
 @dataclass(frozen=True)
 class Core:
     """The engine's parts over one database; built once by ``lsm.runtime.wiring``."""
@@ -44,3 +49,5 @@ class Core:
     store: DesiredStateStore
     #: wakes waiters of this process when instances or compiles changed
     changes: ChangeSignal
+    #: the runner's dry run of a partial compile's selection (``CompileRunner.explain``)
+    explain: Callable[..., dict[str, Any]] = _no_runner

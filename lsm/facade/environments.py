@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsm.errors import InvalidInput
+from lsm.errors import InvalidInput, InvalidSetting
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.views import environment_out
 from lsm.schemas.environments import EnvironmentOut, SettingOut
+from lsm.selection.specs import validate_spec
 
 
 class EnvironmentsFacade:
@@ -47,6 +48,9 @@ class EnvironmentsFacade:
     def set_setting(self, ctx: RequestContext, key: str, value: Any) -> dict[str, SettingOut]:
         """Set one setting (422 for an unknown key or an ill-typed value); every setting after it."""
         typed = validate_setting(key, value)
+        if key == "selector":  # a selector this environment can not build would refuse every order
+            env = self.core.environments.context(ctx.environment)
+            validate_spec(self.core.db, env.env_id, env.catalog, typed, model=env.model, error=InvalidSetting)
         with self.core.db.write() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
             row.settings = {**row.settings, key: typed}

@@ -129,6 +129,8 @@ def _forget(spec: str) -> None:
     for name in names:
         sys.modules.pop(name, None)
     importlib.invalidate_caches()
+
+
 def source_fingerprint(module: ModuleType) -> str | None:
     """A hash of the module's source: its file, or every ``.py`` file under a package directory.
 

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Protocol
 
@@ -278,6 +279,7 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
     processing = build_compile_processing(
         core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
     )
+    core = dataclasses.replace(core, explain=processing.runner.explain)
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 
 

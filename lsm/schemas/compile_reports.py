@@ -45,6 +45,12 @@ class CompileRequest(BaseModel):
     timeout: float = Field(
         MAX_COMPILE_WAIT, gt=0, le=MAX_COMPILE_WAIT, description="With wait: the longest to wait (seconds)."
     )
+    selector: str | dict[str, Any] | list[str | dict[str, Any]] | None = Field(
+        None, description="Partial: the selector for this compile (name, {name, params}, or a union list)."
+    )
+    explain: bool = Field(
+        False, description="Partial: answer what would be selected and why; nothing is queued (dry run)."
+    )
     incremental: bool | None = Field(
         None,
         description="Full: false refines every tree (e.g. on suspected drift); by default only the "

@@ -23,10 +23,12 @@ from lsm.selection.plugins import (
 from lsm.selection.selector import (
     BaseSelector,
     PhasedSelector,
+    Selection,
     SelectionResult,
     Selector,
     UnionSelector,
     run_selector,
+    select,
     selector_name,
 )
 from lsm.selection.view import (
@@ -50,6 +52,7 @@ __all__ = [
     "OwnerTreeSelector",
     "PhasedSelector",
     "Relation",
+    "Selection",
     "SelectionResult",
     "Selector",
     "UnionSelector",
@@ -58,6 +61,7 @@ __all__ = [
     "default_attribute_set",
     "ownership_roots",
     "run_selector",
+    "select",
     "selector_for",
     "selector_name",
     "selector_names",

@@ -137,3 +137,49 @@ def test_an_upgraded_database_marks_changed_instances_like_a_new_one(blank: Data
         conn.execute(text("UPDATE lsm_instance SET version = 5 WHERE id = 'i-9'"))
         rows = conn.execute(text("SELECT env_id, instance_id, version FROM lsm_instance_change")).all()
     assert [tuple(row) for row in rows] == [("env-1", "i-9", 5)]
+
+
+def test_upgrading_from_0003_backfills_the_reverse_requires_index(blank: Database) -> None:
+    """A database at 0003 (before the index) with stored desired state gets its shared edges."""
+    from alembic import command
+
+    from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+    from lsm.errors import ExportRuleViolation
+    from lsm.inventory.desired_state_tables import ds_shared_require
+
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO lsm_environment (id, name, settings, created_at) "
+                "VALUES ('env-1', 'default', '{}', CURRENT_TIMESTAMP)"
+            )
+        )
+    store = DesiredStateStore(blank)
+    x, s, old = "R[a,name=x]", "R[a,name=s]", "R[a,name=old]"
+    store.export(
+        "env-1",
+        ExportRequest("full", sets={"a": [ResourceRecord(x, {})]}, shared=[ResourceRecord(old, {}, (x,))]),
+    )
+    store.export(
+        "env-1",
+        ExportRequest(
+            "full", sets={"a": [ResourceRecord(x, {})]}, shared=[ResourceRecord(s, {"v": 1}, (x,))]
+        ),
+    )
+    with blank.write_engine.begin() as conn:  # back to 0003, before the index
+        config = schema._config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0003")
+        assert "ds_shared_require" not in inspect(conn).get_table_names()
+    blank.create_schema()
+    assert _differences(blank) == []
+    with blank.read() as session:
+        edges = (
+            session.connection()
+            .execute(ds_shared_require.select().order_by(ds_shared_require.c.requirer_id))
+            .all()
+        )
+    assert [tuple(e) for e in edges] == [("env-1", x, s)]  # "old" was closed by version 2
+    with pytest.raises(ExportRuleViolation):
+        store.export("env-1", ExportRequest("partial", deleted_sets=["a"]))
