@@ -134,6 +134,7 @@ class Orchestrator:
                 transaction = _Transaction(session, ctx, origin)
                 created: dict[str, int] = {}
                 for (op, index), command in zip(where, commands, strict=True):
+                    transaction.origin = origin  # a validation outcome adopts its compile's request id
                     try:
                         outcome = transaction.run(command)
                     except LsmError as exc:
@@ -153,16 +154,18 @@ class Orchestrator:
             raise
         rows = [outcome.instance for outcome in outcomes]
         queued = bool(transaction.compiles)
-        queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], origin.follow_up())
+        follow_ups = [o.origin.follow_up() for o in outcomes]
+        queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], follow_ups)
         if queued:
             self.notify(ctx.env_id)
         self._changed(ctx.env_id)
         return rows
 
     def _auto_rounds(
-        self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool], origin: Origin
+        self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool], origins: list[Origin]
     ) -> bool:
-        """Fire the auto transfers that follow ``rows`` (updated in place), a round per transaction."""
+        """Fire the auto transfers that follow ``rows`` (updated in place), a round per transaction;
+        each row's steps carry its own origin (``origins``, one per row)."""
         queued = False
         while True:
             follow = [
@@ -174,8 +177,9 @@ class Orchestrator:
                 return queued
             executed = [False] * len(rows)
             with self.db.write() as session:
-                transaction = _Transaction(session, ctx, origin)
+                transaction = _Transaction(session, ctx, SYSTEM)
                 for i, command in follow:
+                    transaction.origin = origins[i]
                     outcome = transaction.run(command)
                     if outcome.executed:
                         rows[i], executed[i] = outcome.instance, True
