@@ -61,14 +61,19 @@ class E2eOptions:
         return self.concurrency or self.updates
 
 
-def run_e2e(options: E2eOptions) -> dict[str, Any]:
-    """Run the scenario once; the result (see ``benchmarks.tables`` for what a person reads).
+def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the scenario once; the result (``benchmarks.e2e_cli`` prints it for people).
 
     Raises ``BenchmarkError`` for a run that can not be measured or whose result is wrong.
+    ``out`` (filled in place, also returned) keeps what was measured before a failure, with the
+    processes' exit codes and log tails, for the error report.
     """
     if options.updates < 1 or options.in_flight < 1:
         raise BenchmarkError("--updates and --concurrency must be at least 1")
-    out: dict[str, Any] = {
+    out = {} if out is None else out
+    if options.workdir is not None:
+        options.workdir.mkdir(parents=True, exist_ok=True)
+    out |= {
         "backend": backend_name(options.database_url),
         "routers": options.routers,
         "ports": options.routers * PORTS_PER_ROUTER,
@@ -177,6 +182,10 @@ def _summary(
         "compiles": analysis["counts"],
         "exporting_runs": analysis["exporting_runs"],
         "compile_stages_s": analysis["stages"],
+        # the worker's share of the run: busy = some compile running; the rest is claiming,
+        # waiting for the write lock or the GIL, and idle polling
+        "compiles_busy_s": completion.busy_seconds(analysis["runs"], first_sent, end_at),
+        "compile_runs": analysis["runs"],
         "last_compile": analysis["last_compile"],
         "settled": settled,
         "verified": verified,
