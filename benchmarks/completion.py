@@ -101,7 +101,10 @@ async def wait_until_settled(
 
 async def _any_in_flight(client: httpx.AsyncClient) -> bool:
     """Is any port still between its PATCH and its promote? (Only our ports change.)"""
-    params: list[tuple[str, str | int]] = [("limit", 1), *(("state", s) for s in IN_FLIGHT)]
+    params: list[tuple[str, str | int | float | bool | None]] = [
+        ("limit", 1),
+        *(("state", s) for s in IN_FLIGHT),
+    ]
     response = await client.get(f"{INVENTORY}/port", params=params)
     response.raise_for_status()
     return bool(response.json())

@@ -74,6 +74,8 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
     if options.workdir is not None:
         options.workdir.mkdir(parents=True, exist_ok=True)
     out |= {
+        # other work on the machine skews every figure: the 1-minute load when the run started
+        "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "backend": backend_name(options.database_url),
         "routers": options.routers,
         "ports": options.routers * PORTS_PER_ROUTER,
@@ -102,11 +104,13 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
             try:
                 out.update(asyncio.run(_drive(base_url, options, processes)))
                 out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in [server, *workers]}
+                out["cpu_s"] = {s.name: _cpu_seconds(s) for s in [server, *workers]}
             except BaseException:
                 out["logs"] = {s.name: s.tail(40) for s in processes.started}
                 raise
             finally:
                 out["exit_codes"] = processes.stop_all()
+                out["log_warnings"] = {s.name: s.warnings() for s in processes.started}
     return out
 
 
@@ -224,3 +228,13 @@ def _peak_rss_mb(started: Started) -> float | None:
     except OSError:
         pass
     return None
+
+
+def _cpu_seconds(started: Started) -> float | None:
+    """CPU time (user + system) the process used so far: on a shared machine it moves far less
+    than the wall time, so it tells a slow run from a starved one. None off Linux."""
+    try:
+        fields = Path(f"/proc/{started.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -144,6 +144,8 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
             f"{r['seed']['import_s']:.2f} / {r['seed']['full_compile_s']:.2f}",
         ),
         ("server start s", f"{r['server_start_s']:.2f}"),
+        ("CPU s", ", ".join(f"{k} {v:,.1f}" for k, v in r["cpu_s"].items() if v is not None)),
+        ("1-min load average at start", f"{r['load_average_at_start']:.2f}"),
         ("peak RSS MB", ", ".join(f"{k} {v:,.0f}" for k, v in r["peak_rss_mb"].items() if v is not None)),
     ]
     for name, value in rows:

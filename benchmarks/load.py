@@ -69,7 +69,11 @@ async def list_instances(
     """Every live instance of ``entity`` (in ``states`` when given), page by page, sorted by id."""
     out: list[dict[str, Any]] = []
     for page in range(MAX_PAGES):
-        params: list[tuple[str, str | int]] = [("limit", PAGE), ("offset", page * PAGE), ("sort", "id")]
+        params: list[tuple[str, str | int | float | bool | None]] = [
+            ("limit", PAGE),
+            ("offset", page * PAGE),
+            ("sort", "id"),
+        ]
         params += [("state", s) for s in states or []]
         response = await client.get(f"{INVENTORY}/{entity}", params=params, timeout=timeout)
         response.raise_for_status()

@@ -56,6 +56,15 @@ class Started:
     process: subprocess.Popen[bytes]
     log: Path
 
+    def warnings(self, limit: int = 50) -> list[str]:
+        """The first lines of its output that are not uvicorn's INFO lines (warnings, errors,
+        tracebacks): kept in the result, because the log itself goes with the run's directory."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if line.strip() and not line.startswith("INFO:")][:limit]
+
     def tail(self, lines: int = 20) -> str:
         """The last lines of its output (for an error message: why did it die?)."""
         try:
