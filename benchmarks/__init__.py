@@ -1,7 +1,7 @@
 """The performance harness of lsm-engine: ``python -m benchmarks --help``.
 
 Why a package of its own (outside ``lsm``): performance is measured, never asserted by timed
-tests (DESIGN.md, Style). The harness drives the real engine (``lsm.runtime.engine.Engine``)
+tests (docs/architecture.md §8). The harness drives the real engine (``lsm.runtime.wiring.build_api``)
 over the ``examples/networks`` model on a fresh database per measurement and writes what it
 measured as JSON under ``benchmarks/results/`` (gitignored), plus a table for people.
 
@@ -18,7 +18,7 @@ Scenarios:
   Modules ``e2e`` (driver), ``e2e_seed`` (seeding subprocess), ``processes`` (server and
   workers), ``load`` (the PATCHes), ``completion`` (done, verified, compile history) and
   ``e2e_cli`` (options, document, table). It uses only the HTTP API, the ``lsm`` command lines
-  and ``Engine.import_instances``.
+  and the inventory facade's ``import_instances``.
 
 Layout: ``cli`` (arguments, sizes, output), ``isolate`` (one size per fresh subprocess, so
 peak RSS is per size), ``full`` and ``partial`` (one size each), ``harness`` (engine, seeding,

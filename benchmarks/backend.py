@@ -5,7 +5,7 @@ statistics, so every run builds its database from nothing and throws it away aft
 when the run fails. Leaving ``fresh_database`` deletes the SQLite directory or drops the
 PostgreSQL schema; callers never clean up themselves.
 
-It must not create tables: ``Engine.start`` does that, exactly as in production.
+It must not create tables: ``ApiRuntime.start`` (``lsm.runtime.wiring``) does that, exactly as in production.
 """
 
 from __future__ import annotations

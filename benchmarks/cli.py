@@ -6,8 +6,9 @@ Why argparse and not the engine's typer CLI: the harness is a developer tool out
 Each size runs in a fresh subprocess (``benchmarks.isolate``) unless ``--in-process`` is given
 (the smoke test uses it; peak RSS is then the whole process's). ``e2e`` has its own options
 and runner (``benchmarks.e2e_cli``): its server and workers are subprocesses already. The run
-exits 1 when a size could not be measured, 0 otherwise, whatever the checks say: targets are reported, not
-asserted (DESIGN.md: performance is measured by benchmarks, never asserted by timed tests).
+exits 1 when a size could not be measured, 0 otherwise, whatever the checks say: targets are
+reported, not asserted (docs/architecture.md §8: performance is measured by benchmarks, never
+asserted by timed tests).
 """
 
 from __future__ import annotations

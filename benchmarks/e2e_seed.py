@@ -1,7 +1,7 @@
 """Seed the ``e2e`` scenario's database: N routers x 4 ports in ``up``, then one full compile.
 
 Why a subprocess of its own, before the server starts: creating 40,000 instances over HTTP
-would run 40,000 validation compiles and take hours; ``Engine.import_instances`` writes them in
+would run 40,000 validation compiles and take hours; ``import_instances`` (the inventory facade) writes them in
 bulk straight into ``up`` (validated, relations checked), and the full compile gives the load
 a desired-state version to build on. Running it in its own interpreter keeps the driver free
 of the engine's state (model modules, SQLAlchemy pools) and leaves the database exactly as a
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import REPO, BenchmarkError
+from lsm.facade import RequestContext
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import build_api
 
 #: the model the e2e scenario runs, and its shape
 MODEL = REPO / "examples" / "router_port"
@@ -54,17 +55,22 @@ def seed(database_url: str, routers: int) -> dict[str, Any]:
     if routers < 1:
         raise BenchmarkError(f"--routers must be at least 1, not {routers}")
     config = ServerConfig(database_url=database_url, model=str(MODEL), embedded_worker=False)
-    engine = Engine(config)
+    engine = build_api(config)
+    ctx = RequestContext.local()
     engine.start()
     try:
         started = time.perf_counter()
-        router_ids = engine.import_instances(None, "router", SEED_STATE, router_attributes(routers))
-        port_ids = engine.import_instances(None, "port", SEED_STATE, port_attributes(router_ids))
+        router_ids = engine.facades.inventory.import_instances(
+            ctx, "router", SEED_STATE, router_attributes(routers)
+        )
+        port_ids = engine.facades.inventory.import_instances(
+            ctx, "port", SEED_STATE, port_attributes(router_ids)
+        )
         imported = time.perf_counter()
-        requested = engine.request_compile(None, kind="full")
-        engine.worker.drain()
+        requested = engine.facades.compiles.request_compile(ctx, kind="full")
+        engine.processing.drain()
         compiled = time.perf_counter()
-        done = engine.get_compile(None, requested.id)
+        done = engine.facades.compiles.get_compile(ctx, requested.id)
         if done.status != "success":
             error = done.report.get("error", {})
             raise BenchmarkError(

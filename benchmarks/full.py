@@ -7,7 +7,10 @@ unchanged full export writes nothing). So:
 
 1. **end to end** (database 1): seed, then the compile worker runs a full compile over the
    empty desired state (``first``); one network changes; a second full compile (``second``,
-   one set rewritten). Timings are the compile reports'.
+   incremental: only the changed tree is refined, one set rewritten); another network changes;
+   a full compile with ``incremental: false`` (``complete``: every tree refined, one set
+   rewritten), what the second one cost before incremental compiles. Timings are the compile
+   reports'.
 2. **stages** (database 2): seed again, then time on their own, in the runner's order, what a
    full compile does: load the exporting instances (``CompileRunner._load_exporting``), refine
    (``lsm.model.refine``), build the export request (``CompileRunner._export_request``) and store
@@ -37,9 +40,9 @@ from benchmarks.harness import (
     start_engine,
 )
 from lsm.model import refine
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
-RUNS = ("first", "second")
+RUNS = ("first", "second", "complete")
 
 
 def run_full_size(
@@ -53,8 +56,8 @@ def run_full_size(
 ) -> dict[str, Any]:
     """Measure one size; every time in seconds, memory in MB (see the module docstring).
 
-    ``profile_dir``: profile both end-to-end compiles with cProfile into
-    ``<dir>/full-<backend>-<size>-{first,second}.prof`` (their times are then inflated).
+    ``profile_dir``: profile the end-to-end compiles with cProfile into
+    ``<dir>/full-<backend>-<size>-{first,second,complete}.prof`` (their times are then inflated).
     """
     expected = size * hosts + 1
     rng = random.Random(rng_seed)
@@ -72,12 +75,25 @@ def run_full_size(
             paths = {run: profile_path(profile_dir, "full", out["backend"], size, run) for run in RUNS}
             profilers = {run: new_profiler(path) for run, path in paths.items()}
             first = compile_and_drain(engine, "full", profiler=profilers["first"])
-            expect_resources(first, expected, "first full compile")
+            expect_resources(first, expected, "first full compile", stored=True)
             changed = rng.choice(ids)
             new_hosts = change_hosts(engine, changed, hosts)
             second = compile_and_drain(engine, "full", profiler=profilers["second"])
-            expect_resources(second, expected + new_hosts - hosts, "second full compile")
-            out["end_to_end"] = {"first": first, "second": {**second, "changed": changed}}
+            after_second = expected + new_hosts - hosts
+            expect_resources(second, after_second, "second full compile", stored=True)
+            if second.get("complete") is not None:
+                raise BenchmarkError(f"second full compile ran complete: {second['complete']}")
+            changed_again = rng.choice([i for i in ids if i != changed])
+            newer_hosts = change_hosts(engine, changed_again, hosts)
+            complete = compile_and_drain(engine, "full", profiler=profilers["complete"], incremental=False)
+            expect_resources(
+                complete, after_second + newer_hosts - hosts, "complete full compile", stored=True
+            )
+            out["end_to_end"] = {
+                "first": first,
+                "second": {**second, "changed": changed},
+                "complete": {**complete, "changed": changed_again},
+            }
             for run, profiler in profilers.items():
                 if profiler is not None:
                     profiler.dump_stats(str(paths[run]))
@@ -96,10 +112,10 @@ def run_full_size(
     return out
 
 
-def _stages(engine: Engine, expected: int) -> dict[str, Any]:
+def _stages(engine: ApiRuntime, expected: int) -> dict[str, Any]:
     """Time the four stages of a full compile on their own, over an empty desired state."""
     ctx = engine.context(None)
-    runner = engine.runner
+    runner = engine.processing.runner
     started = time.perf_counter()
     instances = runner._load_exporting(ctx)
     loaded = time.perf_counter()

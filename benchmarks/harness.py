@@ -2,13 +2,13 @@
 
 Why these shortcuts, and only these:
 
-* seeding goes through ``Engine.import_instances`` (validated attributes, straight into
+* seeding goes through ``ApiRuntime.import_instances`` (validated attributes, straight into
   ``up``, in bulk): creating 100,000 instances through the lifecycle would run 100,000
   validation compiles and measure those instead;
 * a change writes the instance row's ``active_attributes`` directly, in one write transaction:
   it stands in for the promote the lifecycle does, without the validation compile before it;
-* compiles are requested as a row (``Engine.request_compile``) and run by
-  ``engine.worker.drain()`` in this thread (``embedded_worker=False``), so the measured time is
+* compiles are requested as a row (``ApiRuntime.request_compile``) and run by
+  ``engine.processing.drain()`` in this thread (``embedded_worker=False``), so the measured time is
   the worker's own (claim, run, export, finish) with no polling delay in it.
 
 Everything is timed with ``time.perf_counter``; nothing here traces memory (tracemalloc would
@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 
 REPO = Path(__file__).resolve().parent.parent
 #: the model every scenario runs: one resource set per network, one shared resource
@@ -47,10 +48,10 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KB else
 
 
-def start_engine(db: Database) -> Engine:
+def start_engine(db: Database) -> ApiRuntime:
     """A started engine on ``db`` running the networks model, with no compile worker thread."""
     config = ServerConfig(database_url=db.url, model=str(MODEL), embedded_worker=False)
-    engine = Engine(config, db=db)
+    engine = build_api(config, db=db)
     engine.start()
     return engine
 
@@ -60,15 +61,15 @@ def network_attributes(size: int, hosts: int) -> list[dict[str, Any]]:
     return [{"name": f"net-{i:07d}", "hosts": hosts} for i in range(size)]
 
 
-def seed_networks(engine: Engine, size: int, hosts: int) -> tuple[list[str], float]:
+def seed_networks(engine: ApiRuntime, size: int, hosts: int) -> tuple[list[str], float]:
     """Import ``size`` networks in state ``up`` in one bulk call; their ids and the seconds it took."""
     attribute_sets = network_attributes(size, hosts)
     started = time.perf_counter()
-    ids = engine.import_instances(None, ENTITY, STATE, attribute_sets)
+    ids = engine.facades.inventory.import_instances(RequestContext.local(), ENTITY, STATE, attribute_sets)
     return ids, time.perf_counter() - started
 
 
-def change_hosts(engine: Engine, instance_id: str, base_hosts: int) -> int:
+def change_hosts(engine: ApiRuntime, instance_id: str, base_hosts: int) -> int:
     """Change the active ``hosts`` of one network (one set changes); returns the new value.
 
     Alternates between ``base_hosts + 1`` and ``base_hosts``, so the set always really changes
@@ -81,6 +82,7 @@ def change_hosts(engine: Engine, instance_id: str, base_hosts: int) -> int:
         current = int(row.active_attributes["hosts"])
         new = base_hosts + 1 if current <= base_hosts else base_hosts
         row.active_attributes = {**row.active_attributes, "hosts": new}
+        row.version += 1
         session.add(row)
     return new
 
@@ -114,11 +116,12 @@ class GcWatch:
 
 
 def compile_and_drain(
-    engine: Engine,
+    engine: ApiRuntime,
     kind: str,
     instance_ids: list[str] | None = None,
     *,
     profiler: cProfile.Profile | None = None,
+    incremental: bool | None = None,
 ) -> dict[str, Any]:
     """Request one compile, run the queue dry in this thread, and summarize its report.
 
@@ -135,14 +138,16 @@ def compile_and_drain(
         profiler.enable()
     try:
         with GcWatch() as gc_watch:
-            requested = engine.request_compile(None, kind=kind, instance_ids=instance_ids)
-            engine.worker.drain()
+            requested = engine.facades.compiles.request_compile(
+                RequestContext.local(), kind=kind, instance_ids=instance_ids, incremental=incremental
+            )
+            engine.processing.drain()
     finally:
         if profiler is not None:
             profiler.disable()
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
-    done = engine.get_compile(None, requested.id)
+    done = engine.facades.compiles.get_compile(RequestContext.local(), requested.id)
     if done.status != "success":
         error = done.report.get("error", {})
         raise BenchmarkError(f"{kind} compile {done.id} ended {done.status}: {error.get('message', error)}")
@@ -152,11 +157,20 @@ def compile_and_drain(
     accounted = timings.get("select", 0.0) + timings.get("refine_total", 0.0) + timings.get("export", 0.0)
     timings["request"] = max(total - accounted, 0.0)
     timings["overhead"] = max(wall - total, 0.0)
+    version = (
+        None
+        if done.desired_state_version is None
+        else engine.store.get_version(engine.context(None).env_id, done.desired_state_version)
+    )
     return {
         "wall_s": wall,
         "cpu_s": cpu,
         "compile_id": done.id,
         "ran_as": report.get("ran_as"),
+        # why a full compile refined everything (absent: it was incremental), and its tree counts
+        "complete": report.get("complete"),
+        "incremental": report.get("incremental"),
+        "version_resources": None if version is None else version.resource_count,
         "desired_state_version": done.desired_state_version,
         "instances": report.get("instances"),
         "resources": report.get("resources"),
@@ -182,9 +196,12 @@ def new_profiler(path: Path | None) -> cProfile.Profile | None:
     return None if path is None else cProfile.Profile()
 
 
-def expect_resources(run: dict[str, Any], expected: int, what: str) -> None:
-    """Refuse a run whose compile produced another number of resources than the model implies."""
-    if run.get("resources") != expected:
-        raise BenchmarkError(
-            f"{what}: expected {expected} resources, the compile produced {run.get('resources')}"
-        )
+def expect_resources(run: dict[str, Any], expected: int, what: str, *, stored: bool = False) -> None:
+    """Refuse a run whose compile produced another number of resources than the model implies.
+
+    ``stored``: check the stored version's count instead of the report's (an incremental full
+    compile refines, and reports, only the trees that changed).
+    """
+    key = "version_resources" if stored else "resources"
+    if run.get(key) != expected:
+        raise BenchmarkError(f"{what}: expected {expected} resources, found {run.get(key)} ({key})")

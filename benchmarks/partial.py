@@ -30,7 +30,7 @@ from benchmarks.harness import (
     start_engine,
 )
 from benchmarks.stats import summarize
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
 
 def run_partial_size(
@@ -81,7 +81,7 @@ def run_partial_size(
 
 
 def _one_update(
-    engine: Engine, instance_id: str, hosts: int, profiler: cProfile.Profile | None
+    engine: ApiRuntime, instance_id: str, hosts: int, profiler: cProfile.Profile | None
 ) -> dict[str, Any]:
     """Change one network, then partial-compile it; the sample checks it rewrote exactly one set."""
     started = time.perf_counter()

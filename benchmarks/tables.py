@@ -92,12 +92,19 @@ def _full_end_to_end(results: list[dict[str, Any]], backend: str) -> Table:
         "gc ms",
         "gen2 GCs",
         "resources",
+        "trees refined",
         "sets written",
         "peak RSS MB",
     )
     for r in results:
-        for name, label in (("first", "1st: empty"), ("second", "2nd: 1 changed")):
-            run = r["end_to_end"][name]
+        for name, label in (
+            ("first", "1st: empty"),
+            ("second", "2nd: 1 changed, incremental"),
+            ("complete", "3rd: 1 changed, complete"),
+        ):
+            run = r["end_to_end"].get(name)
+            if run is None:
+                continue
             t = run["timings"]
             table.add_row(
                 f"{r['size']:,}",
@@ -111,7 +118,8 @@ def _full_end_to_end(results: list[dict[str, Any]], backend: str) -> Table:
                 _ms(t.get("overhead")),
                 _ms(run.get("gc_s")),
                 str(run.get("gc_collections", ["-"] * 3)[2]),
-                f"{run['resources']:,}",
+                f"{run.get('version_resources') or run['resources']:,}",
+                f"{(run.get('incremental') or {}).get('trees_refined', run.get('sets')) or 0:,}",
                 f"{run['sets_replaced']:,}",
                 _mb(r["peak_rss_e2e_mb"]) if name == "first" else "",
             )

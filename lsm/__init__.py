@@ -14,47 +14,107 @@ The public API for model and plugin authors, re-exported here; everything else i
     @lsm.implementation(router)
     def router_config(r: lsm.Service[Router]):
         yield RouterResource(agent=r.mgmt_ip, name=r.name)
+
+Why lazy: ``import lsm`` runs for every ``lsm.*`` import, the client's and the CLI's included.
+The names below are imported on first use (``lsm.ServiceEntity``, ``from lsm import Binding``),
+so that ``import lsm.client`` and ``lsm --help`` do not load the model, selection and SQL layers.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from lsm import errors
-from lsm.catalog import (
-    AttributeInfo,
-    Binding,
-    Catalog,
-    Modifier,
-    Ref,
-    Reference,
-    ServiceEntity,
-    r,
-    rw,
-    rw_plus,
-)
-from lsm.model import (
-    CompileContext,
-    Model,
-    Produced,
-    RefineResult,
-    Resource,
-    Service,
-    Shared,
-    all,  # noqa: A004  (lsm.all(binding) is the documented name)
-    current_compile,
-    implementation,
-    load_model,
-    refine,
-    shared,
-)
-from lsm.selection import (
-    BaseSelector,
-    InstanceRecord,
-    InventoryView,
-    OwnerTreeSelector,
-    PhasedSelector,
-    Relation,
-    Selector,
-    UnionSelector,
-    run_selector,
-)
+
+if TYPE_CHECKING:
+    from lsm.catalog import (
+        AttributeInfo,
+        Binding,
+        Catalog,
+        Modifier,
+        Ref,
+        Reference,
+        ServiceEntity,
+        r,
+        rw,
+        rw_plus,
+    )
+    from lsm.model import (
+        CompileContext,
+        Model,
+        Produced,
+        RefineResult,
+        Resource,
+        Service,
+        Shared,
+        all,  # noqa: A004  (lsm.all(binding) is the documented name)
+        current_compile,
+        implementation,
+        load_model,
+        refine,
+        shared,
+    )
+    from lsm.selection import (
+        BaseSelector,
+        InstanceRecord,
+        InventoryView,
+        OwnerTreeSelector,
+        PhasedSelector,
+        Relation,
+        Selector,
+        UnionSelector,
+        run_selector,
+    )
+
+#: public name -> the module that defines it; imported on first use (see the module docstring)
+_LAZY = {
+    "AttributeInfo": "lsm.catalog",
+    "BaseSelector": "lsm.selection",
+    "Binding": "lsm.catalog",
+    "Catalog": "lsm.catalog",
+    "CompileContext": "lsm.model",
+    "InstanceRecord": "lsm.selection",
+    "InventoryView": "lsm.selection",
+    "Model": "lsm.model",
+    "Modifier": "lsm.catalog",
+    "OwnerTreeSelector": "lsm.selection",
+    "PhasedSelector": "lsm.selection",
+    "Produced": "lsm.model",
+    "Ref": "lsm.catalog",
+    "Reference": "lsm.catalog",
+    "RefineResult": "lsm.model",
+    "Relation": "lsm.selection",
+    "Resource": "lsm.model",
+    "Selector": "lsm.selection",
+    "Service": "lsm.model",
+    "ServiceEntity": "lsm.catalog",
+    "Shared": "lsm.model",
+    "UnionSelector": "lsm.selection",
+    "all": "lsm.model",
+    "current_compile": "lsm.model",
+    "implementation": "lsm.model",
+    "load_model": "lsm.model",
+    "r": "lsm.catalog",
+    "refine": "lsm.model",
+    "run_selector": "lsm.selection",
+    "rw": "lsm.catalog",
+    "rw_plus": "lsm.catalog",
+    "shared": "lsm.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module behind a public name on first use, and keep the name."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lsm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __version__ = "0.1.0"
 

@@ -26,16 +26,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from lsm.client import DEFAULT_URL, Client
 from lsm.errors import LsmError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from lsm.client import Client
+
+#: the default ``--url``: ``lsm.client.DEFAULT_URL``, repeated so that ``lsm --help`` needs no client
+DEFAULT_URL = "http://127.0.0.1:8888"
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -53,10 +58,12 @@ catalog_app = typer.Typer(
 instance_app = typer.Typer(help="Service instances: order, change, inspect.", no_args_is_help=True)
 environment_app = typer.Typer(help="Environments and their settings.", no_args_is_help=True)
 lifecycle_app = typer.Typer(help="Lifecycles (read offline from the lifecycle files).", no_args_is_help=True)
+selector_app = typer.Typer(help="Selectors of partial compiles.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(instance_app, name="instance")
 app.add_typer(environment_app, name="environment")
 app.add_typer(lifecycle_app, name="lifecycle")
+app.add_typer(selector_app, name="selector")
 
 # -- options shared by every client command ------------------------------------------------------
 Url = Annotated[str, typer.Option("--url", envvar="LSM_URL", help="Base URL of the lsm server.")]
@@ -82,7 +89,13 @@ def fail(exc: LsmError) -> typer.Exit:
     """Print an engine error (message, then details) and give the exit to raise."""
     err.print(f"[red]error:[/] {escape(exc.message)}")
     for key, value in exc.details.items():
-        if key == "errors" and isinstance(value, list):
+        if key == "items" and isinstance(value, list):  # a bulk request: every refused item
+            for item in value:
+                if isinstance(item, dict):
+                    named = f" ({item['id']})" if item.get("id") else ""
+                    where = f"{item.get('op')}[{item.get('index')}]{named}"
+                    err.print(f"  - {escape(where)}: {escape(str(item.get('message', '')))}")
+        elif key == "errors" and isinstance(value, list):
             for item in value:
                 if isinstance(item, dict) and "path" in item:
                     err.print(f"  - {escape(str(item['path']))}: {escape(str(item.get('reason', '')))}")
@@ -100,6 +113,8 @@ def _compact(value: Any) -> str:
 @contextmanager
 def errors_reported(url: str | None = None) -> Iterator[None]:
     """Turn ``LsmError`` and transport failures into ``error: ...`` and exit code 1."""
+    import httpx
+
     try:
         yield
     except LsmError as exc:
@@ -117,14 +132,17 @@ def call(
     as_json: bool,
     request: Callable[[Client], Any],
     show: Callable[[Any], None],
-) -> None:
-    """Run one client request and print its answer: raw JSON with ``--json``, else ``show``."""
+) -> Any:
+    """Run one client request and print its answer (raw JSON with ``--json``, else ``show``); the answer."""
+    from lsm.client import Client
+
     with errors_reported(url), Client(url, environment) as client:
         result = request(client)
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
     else:
         show(result)
+    return result
 
 
 def parse_attributes(attrs: list[str] | None, attributes: str | None) -> dict[str, Any]:
@@ -162,6 +180,8 @@ _NO_WRAP = frozenset(
 
 
 def _table(title: str | None, columns: tuple[str, ...]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, no_wrap=column in _NO_WRAP)
@@ -169,6 +189,8 @@ def _table(title: str | None, columns: tuple[str, ...]) -> Table:
 
 
 def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
+    from rich.table import Table
+
     table = Table(show_header=False, title=title, title_justify="left", box=None)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -193,24 +215,32 @@ def server(
     """Run the API with its embedded compile worker until interrupted."""
     import uvicorn
 
-    from lsm.api import create_app
     from lsm.runtime.config import load_config
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_api
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model, host=host, port=port)
-        engine = Engine(settings)
-        engine.start()
+        runtime = build_api(settings)
+        runtime.start()
     try:
         err.print(f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url})")
-        uvicorn.run(create_app(engine), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(runtime.app, host=settings.host, port=settings.port, log_level="info")
     finally:
-        engine.stop()
+        runtime.stop()
 
 
 def _not_yet(command: str) -> None:
     err.print(f"[yellow]lsm {command} is not available yet[/]: the deploy engine ships in a later release.")
     raise typer.Exit(2)
+
+
+def _dump_threads_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` prints every thread's stack to stderr: why is a worker stuck."""
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 @app.command()
@@ -222,26 +252,48 @@ def worker(
     config: Annotated[
         str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
     ] = None,
-    poll: Annotated[float, typer.Option(help="Seconds between looks at the queue.")] = 0.5,
+    poll: Annotated[
+        float, typer.Option(help="Seconds between looks at the queue when nothing woke it (a fallback).")
+    ] = 1.0,
+    threads: Annotated[
+        int, typer.Option(help="Compile runner threads (one environment gets all but one of them).")
+    ] = 4,
+    lease_ttl: Annotated[
+        float, typer.Option(help="Seconds before a dead worker's compiles are taken over.")
+    ] = 30.0,
 ) -> None:
-    """Run a compile worker (no API) until interrupted: more of them scale compiles out on PostgreSQL."""
+    """Run a compile worker (no API) until interrupted.
+
+    On PostgreSQL, more workers on any machine share the work (validations in parallel,
+    exporting compiles one at a time per environment). On SQLite one worker process runs
+    (``lsm server`` includes one); a second refuses to start.
+    """
     import threading
 
     from lsm.runtime.config import load_config
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_worker
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model)
-        engine = Engine(settings.model_copy(update={"embedded_worker": True}))
-        engine.worker.poll_interval = poll
-        engine.start()
+        runtime = build_worker(
+            settings.model_copy(
+                update={
+                    "poll_interval": poll,
+                    "worker_threads": threads,
+                    "lease_ttl": lease_ttl,
+                    "role": "lsm-worker",
+                }
+            )
+        )
+        runtime.start()
+    _dump_threads_on_sigusr1()
     err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        engine.stop()
+        runtime.stop()
 
 
 @app.command()
@@ -398,6 +450,64 @@ def instance_create(
         lambda c: c.create_instance(entity, values, instance_id=instance_id, initial_state=initial_state),
         _show_instance,
     )
+
+
+@instance_app.command("bulk")
+def instance_bulk(
+    file: Annotated[
+        str, typer.Argument(help="JSON or YAML file: {entity?, create: [...], update: [...]}; - for stdin.")
+    ],
+    entity: Annotated[
+        str | None, typer.Option("--entity", help="Entity (API name); else the file's `entity`.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Create and update many instances in one transaction: all of them, or none.
+
+    create items are {attributes, service_instance_id?}; update items are {id, current_version,
+    attributes}, id being an instance id or <identity_attr>=<value>. On a refusal every
+    refused item is listed and nothing is written.
+    """
+    data = _read_bulk_file(file)
+    name = entity or data.get("entity")
+    if not isinstance(name, str) or not name:
+        raise typer.BadParameter(
+            "name the entity with --entity or an `entity` key in the file", param_hint="--entity"
+        )
+    create, update = data.get("create") or [], data.get("update") or []
+    if not isinstance(create, list) or not isinstance(update, list):
+        raise typer.BadParameter("`create` and `update` must be lists", param_hint="FILE")
+
+    def show(result: dict[str, Any]) -> None:
+        for title, key in (("created", "created"), ("updated", "updated")):
+            if result.get(key):
+                out.print(_instances_table(result[key], f"{name} instances {title}"))
+        out.print(f"{len(result.get('created', []))} created, {len(result.get('updated', []))} updated")
+
+    call(url, environment, as_json, lambda c: c.bulk(name, create=create, update=update), show)
+
+
+def _read_bulk_file(file: str) -> dict[str, Any]:
+    """The bulk request of a JSON or YAML file (YAML is a superset of JSON: one parser reads both)."""
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise typer.BadParameter(f"can not read {file}: {exc.strerror or exc}", param_hint="FILE") from None
+    except yaml.YAMLError as exc:
+        raise typer.BadParameter(f"{file} is neither JSON nor YAML: {exc}", param_hint="FILE") from None
+    if not isinstance(data, dict):
+        raise typer.BadParameter(
+            f"{file} must hold an object with `create` and/or `update`", param_hint="FILE"
+        )
+    return data
 
 
 @instance_app.command("list")
@@ -592,6 +702,20 @@ def compile_(
     ] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Leave this instance out.")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Return when the compile finished.")] = False,
+    complete: Annotated[
+        bool,
+        typer.Option(
+            "--complete",
+            help="Full: refine every tree, not only those whose instances changed (suspected drift).",
+        ),
+    ] = False,
+    selector: Annotated[
+        str | None,
+        typer.Option("--selector", help='Partial: a selector name, or JSON ({"name", "params"} or a list).'),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show what a partial compile would select and why; run nothing.")
+    ] = False,
     url: Url = DEFAULT_URL,
     environment: Environment = None,
     as_json: AsJson = False,
@@ -601,7 +725,23 @@ def compile_(
         raise typer.BadParameter(
             "--full compiles everything; leave out --entity and --id", param_hint="--full"
         )
-    kind = "partial" if (entity or instance_id) else "full"
+    spec = _selector_spec(selector)
+    kind = "partial" if (entity or instance_id or spec is not None or explain) else "full"
+    if explain:
+        if full:
+            raise typer.BadParameter("--explain explains a partial compile", param_hint="--explain")
+        call(
+            url,
+            environment,
+            as_json,
+            lambda c: c.explain_compile(
+                instance_ids=instance_id, service_entities=entity, exclude=exclude, selector=spec
+            ),
+            _show_selection,
+        )
+        return
+    if complete and kind != "full":
+        raise typer.BadParameter("--complete is for full compiles", param_hint="--complete")
 
     def show(report: dict[str, Any]) -> None:
         _print_kv(
@@ -623,15 +763,101 @@ def compile_(
         if error:
             err.print(f"[red]compile error:[/] {escape(_compact(error))}")
 
-    call(
-        url,
-        environment,
-        as_json,
-        lambda c: c.request_compile(
-            kind=kind, instance_ids=instance_id, service_entities=entity, exclude=exclude, wait=wait
-        ),
-        show,
-    )
+    def request(client: Client) -> dict[str, Any]:
+        def ask() -> dict[str, Any]:
+            return client.request_compile(
+                kind=kind,
+                instance_ids=instance_id,
+                service_entities=entity,
+                exclude=exclude,
+                incremental=False if complete else None,
+                selector=spec,
+            )
+
+        if not wait:
+            return ask()
+        return _follow_compile(client, ask, progress=err.is_terminal and not as_json)
+
+    report = call(url, environment, as_json, request, show)
+    if wait and report.get("status") == "failed":
+        raise typer.Exit(1)
+
+
+def _follow_compile(client: Client, ask: Callable[[], dict[str, Any]], *, progress: bool) -> dict[str, Any]:
+    """Request a compile and follow the event stream until it finished; its final report.
+
+    The stream is opened first, so that the completion cannot slip between the request and the
+    subscription; a compile that finished before the stream saw it is found by the read after.
+    On a terminal a spinner shows the steps; otherwise each step is a plain line on stderr.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with client.events() as stream:
+        queued = ask()
+        report = client.get_compile(queued["id"])
+        if report["status"] in ("success", "failed"):
+            return report
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True, disable=not progress) as bar:
+            task = bar.add_task(f"compile {queued['id'][:8]} {report['status']}", total=None)
+            for event in stream:
+                line = _event_line(event.event, event.data)
+                if progress:
+                    bar.update(task, description=line)
+                else:
+                    err.print(escape(line))
+                if event.event == "compile_finished" and event.data.get("id") == queued["id"]:
+                    break
+    return client.get_compile(queued["id"])
+
+
+def _event_line(kind: str, data: dict[str, Any]) -> str:
+    if kind == "compile_finished":
+        return f"compile {str(data.get('id'))[:8]} ({data.get('kind')}) {data.get('status')}"
+    instance = str(data.get("instance_id"))[:8]
+    return f"{data.get('service_entity')} {instance}: {data.get('source')} → {data.get('target')}"
+
+
+def _selector_spec(value: str | None) -> Any:
+    """``--selector``: a plain name, or JSON for parameters and unions."""
+    if value is None or not value.strip().startswith(("{", "[", '"')):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--selector") from None
+
+
+def _show_selection(data: dict[str, Any]) -> None:
+    """``lsm compile --explain``: per requested instance, what it brought in and why."""
+    out.print(f"selector: {escape(_compact(data.get('selector')))}")
+    table = _table("selection (dry run: nothing compiled)", ("requested", "added", "why"))
+    for origin, added in (data.get("added") or {}).items():
+        if not added:
+            table.add_row(origin, "-", "-")
+        for instance_id, reason in added.items():
+            table.add_row(origin, instance_id, reason)
+    out.print(table)
+    if data.get("completed"):
+        out.print(f"completed by the engine (whole trees): {', '.join(data['completed'])}")
+    out.print(f"resource sets replaced or deleted: {', '.join(data.get('roots') or []) or 'none'}")
+
+
+@selector_app.command("list")
+def selector_list(url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False) -> None:
+    """The selectors this environment can use, with their parameters."""
+
+    def show(selectors: list[dict[str, Any]]) -> None:
+        table = _table("selectors", ("name", "parameters", "class"))
+        for item in selectors:
+            params = ", ".join(
+                f"{name}{'' if p.get('required') else '?'}: {p.get('type')}"
+                for name, p in (item.get("parameters") or {}).items()
+            )
+            table.add_row(item["name"], params or "-", item.get("class", ""))
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.list_selectors(), show)
 
 
 @app.command("desired-state")
@@ -656,6 +882,8 @@ def desired_state(
         if not data:
             out.print("[dim](none)[/]")
             return
+        from rich.table import Table
+
         table = Table(title_justify="left")
         columns = list(dict.fromkeys(k for row in data for k in row))
         for column in columns:

@@ -20,7 +20,7 @@ status it maps to and a short ``kind`` used in the API error body
     │   └── InvalidSetting           unknown setting key or ill-typed value
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
-    │   ├── ExportRuleViolation      a partial export breaks a rule of SEMANTICS.md section 4
+    │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
     │   └── OperationNotPossible     an attribute-set operation lacks its input (promote w/o candidate)
     ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
     │   └── SelectorError
@@ -134,7 +134,7 @@ class LifecycleInvalid(RuleViolation):
 
 
 class ExportRuleViolation(RuleViolation):
-    """A partial (or full) export broke a rule; ``rule`` is its number in SEMANTICS.md section 4."""
+    """A partial (or full) export broke a rule; ``rule`` is its number in docs/semantics.md §4."""
 
     kind = "export_rule_violation"
 
@@ -168,3 +168,10 @@ def _register(cls: type[LsmError]) -> None:
 
 
 _register(LsmError)
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised inside a thread whose work (a compile) overran its time limit.
+
+    A ``BaseException``, not an ``LsmError``: a model's ``except Exception`` must not swallow it.
+    """

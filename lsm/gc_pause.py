@@ -4,24 +4,41 @@ Why: a compile builds several objects per resource and keeps them all until it e
 growth triggers collections that traverse the ever larger heap again and again: measured at
 about 30% of a 100k-network full compile (``benchmarks``, ``gc.callbacks``). Compiles create
 no reference cycles that need collecting meanwhile; the objects go by reference counting
-when the compile's result is dropped. Nested pauses are cheap, and a caller that had the
-collector off keeps it off.
+when the compile's result is dropped.
+
+The collector is process-wide and compiles run on several threads (a worker runs validations
+and exports side by side), so pauses are counted: the collector goes off with the first pause
+and comes back when the last one ends, never while another compile still relies on it being
+off. A process that had the collector off before any pause keeps it off.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+_lock = threading.Lock()
+_pauses = 0
+_restore = False
 
 
 @contextmanager
 def gc_paused(enabled: bool = True) -> Iterator[None]:
-    paused = enabled and gc.isenabled()
-    if paused:
-        gc.disable()
+    global _pauses, _restore
+    if not enabled:
+        yield
+        return
+    with _lock:
+        if _pauses == 0:
+            _restore = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if paused:
-            gc.enable()
+        with _lock:
+            _pauses -= 1
+            if _pauses == 0 and _restore:
+                gc.enable()

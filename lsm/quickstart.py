@@ -1,7 +1,7 @@
 """``lsm quickstart``: the engine end to end in one command, with nothing installed beside it.
 
-It starts an embedded server (an ``Engine`` on a temporary SQLite file, the real API served by
-uvicorn on 127.0.0.1 with a free port), loads the ``examples/router_port`` model, orders a
+It starts an embedded server (``lsm.runtime.wiring.build_api`` on a temporary SQLite file, the
+real API served by uvicorn on 127.0.0.1 with a free port), loads the ``examples/router_port`` model, orders a
 router and two ports owned by it through the ``Client`` (over HTTP, like an operator would),
 then follows their lifecycles step by step until they settle, and prints the final table.
 
@@ -24,12 +24,11 @@ from rich.markup import escape
 from rich.table import Table
 
 import lsm
-from lsm.api import create_app
 from lsm.api.server import BackgroundServer
 from lsm.client import Client, RetryPolicy
 from lsm.errors import ConfigurationError, LsmError
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import build_api
 
 EXAMPLE = "router_port"
 #: states in which an instance is done moving for the demo's purposes
@@ -214,10 +213,10 @@ def run(console: Console | None = None, *, timeout: float = 60.0, settle: float 
     model = find_example()
     with tempfile.TemporaryDirectory(prefix="lsm-quickstart-") as tmp:
         database_url = f"sqlite:///{Path(tmp) / 'lsm.db'}"
-        engine = Engine(ServerConfig(database_url=database_url, model=str(model)))
+        engine = build_api(ServerConfig(database_url=database_url, model=str(model)))
         engine.start()
         try:
-            with BackgroundServer(create_app(engine)) as server:
+            with BackgroundServer(engine.app) as server:
                 console.print(
                     f"lsm quickstart: model [bold]{escape(str(model))}[/], database {escape(database_url)}\n"
                     f"API on {server.url} (OpenAPI at {server.url}/docs)"

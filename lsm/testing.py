@@ -1,7 +1,9 @@
 """Helpers for model authors and for our own tests: a real engine, served, and clients on it.
 
-Everything here uses the real ``Engine`` and the real ``create_app``: a test written with these
-helpers exercises the same code as production, over the same HTTP API.
+Everything here builds the engine with ``lsm.runtime.wiring.build_api``, exactly as ``lsm
+server`` does: a test written with these helpers exercises the same code as production, over
+the same HTTP API. In-process calls go through the facades with a ``RequestContext``
+(``engine.facades.inventory.get_instance(RequestContext.local(), "router", id)``).
 
 Example (pytest)::
 
@@ -33,13 +35,25 @@ from typing import Any
 
 import httpx
 
-from lsm.api import create_app
 from lsm.api.server import BackgroundServer
 from lsm.client import DEFAULT_RETRY, AsyncClient, Client, RetryPolicy
+from lsm.facade import RequestContext
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 
-__all__ = ["BackgroundServer", "async_client", "engine_for", "running_engine", "serve", "served_url"]
+#: what ``engine_for`` returns: the runtime of an API process (facades, app, compile processing)
+Engine = ApiRuntime
+
+__all__ = [
+    "BackgroundServer",
+    "Engine",
+    "RequestContext",
+    "async_client",
+    "engine_for",
+    "running_engine",
+    "serve",
+    "served_url",
+]
 
 
 def engine_for(
@@ -65,7 +79,7 @@ def engine_for(
         embedded_worker=embedded_worker,
         settings=settings,
     )
-    engine = Engine(config)
+    engine = build_api(config)
     engine.start()
     return engine
 
@@ -83,7 +97,7 @@ def running_engine(model: str | Path | None, database_url: str, **options: Any) 
 @contextmanager
 def served_url(engine: Engine) -> Iterator[str]:
     """Serve ``engine``'s API with uvicorn on 127.0.0.1 (a free port); yields the base URL."""
-    with BackgroundServer(create_app(engine)) as server:
+    with BackgroundServer(engine.app) as server:
         yield server.url
 
 
@@ -100,7 +114,7 @@ def serve(
 async def async_client(
     engine: Engine, *, environment: str | None = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> AsyncIterator[AsyncClient]:
-    """An ``AsyncClient`` talking to ``create_app(engine)`` in-process (``httpx.ASGITransport``)."""
-    transport = httpx.ASGITransport(app=create_app(engine))
+    """An ``AsyncClient`` talking to ``engine.app`` in-process (``httpx.ASGITransport``)."""
+    transport = httpx.ASGITransport(app=engine.app)
     async with AsyncClient("http://lsm.testserver", environment, transport=transport, retry=retry) as client:
         yield client

@@ -17,7 +17,7 @@ import pytest
 
 from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
 TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
@@ -50,13 +50,13 @@ def db(backend: str, tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def engine_factory(db: Database) -> Iterator[Callable[..., Engine]]:
+def engine_factory(db: Database) -> Iterator[Callable[..., ApiRuntime]]:
     """Build started engines over the test database (same backend as ``db``)."""
-    engines: list[Engine] = []
+    engines: list[ApiRuntime] = []
 
     def make(
         model: str | None = "tests.models.things", *, embedded_worker: bool = False, **settings: Any
-    ) -> Engine:
+    ) -> ApiRuntime:
         """Compiles run only when a test drains the queue, unless ``embedded_worker`` is set."""
         config = ServerConfig(
             database_url=db.url,
@@ -65,19 +65,17 @@ def engine_factory(db: Database) -> Iterator[Callable[..., Engine]]:
             lifecycle_dirs=[TEST_LIFECYCLES],
             embedded_worker=embedded_worker,
         )
-        engine = Engine(config, db=db)
+        engine = build_api(config, db=db)
         engine.start()
         engines.append(engine)
         return engine
 
     yield make
     for engine in engines:
-        if engine.config.embedded_worker:
-            engine.worker.stop()
-        engine.ready = False
+        engine.stop()  # the db fixture disposes of the database: the runtime did not open it
 
 
 @pytest.fixture
-def engine(engine_factory: Callable[..., Engine]) -> Engine:
+def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     """A started engine with the ``tests.models.things`` model in the default environment."""
     return engine_factory()

@@ -3,7 +3,7 @@
 Why: the harness drives the engine through its stage methods and its queue; when those move,
 the harness must break here, in the test suite, and not in the middle of a 100k-network run.
 These tests assert behaviour only (document shape, resource counts, sets written), never a
-time: performance is measured by ``python -m benchmarks``, never asserted (DESIGN.md, Style).
+time: performance is measured by ``python -m benchmarks``, never asserted (docs/architecture.md §8).
 Each runs on every configured backend (SQLite, and PostgreSQL with ``LSM_TEST_POSTGRES_URL``).
 """
 
@@ -64,12 +64,22 @@ def test_full_scenario_refines_every_network_and_the_second_compile_rewrites_one
     assert stages["sets"] == stages["sets_replaced"] == NETWORKS
     for key in ("load_s", "refine_s", "request_s", "export_s", "total_s"):
         assert stages[key] >= 0
-    first, second = result["end_to_end"]["first"], result["end_to_end"]["second"]
-    assert first["ran_as"] == second["ran_as"] == "full"
-    assert first["resources"] == RESOURCES
+    end_to_end = result["end_to_end"]
+    first, second, complete = end_to_end["first"], end_to_end["second"], end_to_end["complete"]
+    assert first["ran_as"] == second["ran_as"] == complete["ran_as"] == "full"
+    assert first["resources"] == first["version_resources"] == RESOURCES
     assert first["sets_replaced"] == NETWORKS
-    assert second["resources"] == RESOURCES + 1  # the changed network got one more host
+    assert first["complete"] == "first compile of the environment"
+    # the second refines only the changed network (its hosts + the shared agent config) ...
+    assert second["complete"] is None
+    assert second["incremental"]["trees_refined"] == 1
+    assert second["incremental"]["sets_kept"] == NETWORKS - 1
+    assert second["version_resources"] == RESOURCES + 1  # the changed network got one more host
     assert second["sets_replaced"] == 1
+    # ... the complete one refines every network and still writes only the changed set
+    assert complete["complete"] == "requested (incremental: false)"
+    assert complete["resources"] == complete["version_resources"]
+    assert complete["sets_replaced"] == 1
     assert {"select", "refine_total", "export", "total", "request", "overhead"} <= first["timings"].keys()
 
 

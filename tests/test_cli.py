@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from lsm.cli import app
+from lsm.facade import RequestContext
 from lsm.testing import running_engine, served_url
 from tests.api.fixtures import LIFECYCLES, MODEL, engine, url
 
@@ -132,19 +133,54 @@ def test_bad_command_line_input_is_a_usage_error(lsm: Any) -> None:
     bad_attr = lsm("instance", "create", "note", "--attr", "no-equals-sign")
     no_version = lsm("instance", "delete", "note", "title=x")
     full_and_ids = lsm("compile", "--full", "--id", "x")
+    complete_partial = lsm("compile", "--complete", "--id", "x")
 
-    for result in (bad_json, bad_attr, no_version, full_and_ids):
+    for result in (bad_json, bad_attr, no_version, full_and_ids, complete_partial):
         assert result.exit_code == 2, result.output
+
+
+def test_instance_bulk_reads_json_or_yaml_and_lists_every_refused_item(lsm: Any, tmp_path: Path) -> None:
+    good = tmp_path / "notes.yaml"
+    good.write_text("entity: note\ncreate:\n  - attributes: {title: y1}\n  - attributes: {title: y2}\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"create": [{"attributes": {}}, {"attributes": {"title": 1}}]}))
+
+    created = lsm("instance", "bulk", str(good))
+    refused = lsm("instance", "bulk", str(bad), "--entity", "note")
+
+    assert created.exit_code == 0, created.output
+    assert "2 created, 0 updated" in created.stdout
+    assert refused.exit_code == 1
+    assert "create[0]" in refused.stderr and "create[1]" in refused.stderr
+    assert len(as_json(lsm("instance", "list", "note", "--json"))) == 2
 
 
 def test_compile_requests(lsm: Any) -> None:
     full = as_json(lsm("compile", "--json"))
     partial = as_json(lsm("compile", "--entity", "note", "--exclude", "x", "--json"))
     table = lsm("compile", "--full")
+    complete = as_json(lsm("compile", "--complete", "--json"))
 
     assert (full["kind"], full["status"]) == ("full", "queued")
+    assert (complete["kind"], complete["status"]) == ("full", "queued")
     assert (partial["kind"], partial["service_entities"], partial["exclude"]) == ("partial", ["note"], ["x"])
     assert table.exit_code == 0 and "queued" in table.stdout
+
+
+def test_compile_explain_and_selector_list(lsm: Any) -> None:
+    router = as_json(
+        lsm("instance", "create", "router", "--attr", "mgmt_ip=10.9.0.1", "--attr", "name=r", "--json")
+    )
+    explained = lsm("compile", "--id", router["id"], "--explain", "--selector", '["owner_tree"]')
+    data = as_json(lsm("compile", "--id", router["id"], "--explain", "--json"))
+    listed = lsm("selector", "list")
+    queued = as_json(lsm("compile", "--id", router["id"], "--selector", "relation_closure", "--json"))
+
+    assert explained.exit_code == 0, explained.output
+    assert "dry run" in explained.stdout and router["id"] in explained.stdout
+    assert data["requested"] == [router["id"]] and data["selector"] == "owner_tree"
+    assert listed.exit_code == 0 and "relation_closure" in listed.stdout and "states" in listed.stdout
+    assert queued["kind"] == "partial" and queued["status"] == "queued"
 
 
 def test_environments_and_settings(lsm: Any) -> None:
@@ -184,13 +220,15 @@ def test_agent_says_it_is_not_available_yet() -> None:
 
 def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
     from lsm.runtime.config import ServerConfig
-    from lsm.runtime.engine import Engine
+    from lsm.runtime.wiring import build_api
 
     database = f"sqlite:///{tmp_path / 'lsm.db'}"
     model = str(REPO / "examples" / "networks")
-    engine = Engine(ServerConfig(database_url=database, model=model, embedded_worker=False))
+    engine = build_api(ServerConfig(database_url=database, model=model, embedded_worker=False))
     engine.start()
-    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 2}
+    )
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -209,14 +247,18 @@ def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:
         text=True,
     )
     try:
+        ctx = RequestContext.local()
+
+        def exported() -> bool:
+            # the validation moves it to creating, and the export that follows runs after that
+            state = engine.facades.inventory.get_instance(ctx, "network", created.id).state
+            return state == "creating" and bool(engine.facades.desired_state.list_desired_states(ctx))
+
         deadline = time.monotonic() + 60
-        while (
-            engine.get_instance(None, "network", created.id).state != "creating"
-            and time.monotonic() < deadline
-        ):
+        while not exported() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert engine.get_instance(None, "network", created.id).state == "creating"
-        assert engine.list_desired_states(None)[0]["resource_count"] == 3
+        assert engine.facades.inventory.get_instance(ctx, "network", created.id).state == "creating"
+        assert engine.facades.desired_state.list_desired_states(ctx)[0].resource_count == 3
     finally:
         worker.send_signal(signal.SIGINT)
         worker.wait(timeout=30)
@@ -346,3 +388,16 @@ def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
     assert "start → acknowledged" in result.stdout  # the validation compile ran
     assert "desired state: version" in result.stdout
     assert "quickstart finished" in result.stdout
+
+
+def test_compile_wait_follows_the_stream_and_a_failed_compile_exits_1(tmp_path: Path) -> None:
+    runner = CliRunner()
+    database = f"sqlite:///{tmp_path / 'lsm.db'}"
+    with running_engine("tests.models.fragile", database) as engine, served_url(engine) as base:
+        ctx = RequestContext.local()
+        engine.facades.inventory.import_instances(ctx, "widget", "up", [{"name": "w1", "explode": True}])
+
+        result = runner.invoke(app, ["compile", "--full", "--wait", "--url", base], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 1, result.output
+    assert "failed" in result.stdout

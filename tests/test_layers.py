@@ -1,4 +1,4 @@
-"""The layer contract of DESIGN.md, checked over the import statements of every module.
+"""The layer contract of docs/architecture.md §2, checked over the import statements of every module.
 
 Imports point down only: a module may import from its own layer or any layer below it. The
 client imports nothing of the server side; the core never imports the bundled plugin packages
@@ -16,6 +16,7 @@ LSM = Path(__file__).resolve().parent.parent / "lsm"
 
 RANK = {
     "errors": 0,
+    "schemas": 0,
     "gc_pause": 0,
     "inventory": 1,
     "catalog": 2,
@@ -27,12 +28,15 @@ RANK = {
     "compiler": 5,
     "deploy": 5,
     "discovery": 5,
-    "runtime": 6,
+    "services": 6,
+    "facade": 6,
     "api": 7,
-    "cli": 7,
-    "quickstart": 7,
-    "testing": 7,
-    "client": 7,
+    #: the composition root builds the app: above the api, below the commands that run it
+    "runtime": 8,
+    "cli": 9,
+    "quickstart": 9,
+    "testing": 9,
+    "client": 9,
 }
 
 
@@ -60,7 +64,7 @@ def test_imports_point_down(path: Path) -> None:
     own = relative.parts[0].removesuffix(".py")
     if own == "__init__":
         return  # lsm/__init__.py is the public facade: it re-exports every layer
-    assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to DESIGN.md"
+    assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to docs/architecture.md §2"
     problems = []
     for line, name in _imports(path):
         if name.startswith(("lsm_selectors", "lsm_lifecycles")):
@@ -72,7 +76,7 @@ def test_imports_point_down(path: Path) -> None:
         if target in ("", "__init__") or target not in RANK:
             problems.append(f"line {line}: imports {name} (import from the layer's own package)")
             continue
-        if own == "client" and target not in ("client", "errors"):
+        if own == "client" and target not in ("client", "errors", "schemas"):
             problems.append(f"line {line}: the client imports server-side {name}")
         elif RANK[target] > RANK[own]:
             problems.append(f"line {line}: {own} (layer {RANK[own]}) imports {name} (layer {RANK[target]})")

@@ -1,4 +1,4 @@
-"""A multi-parent topology: a tunnel between two ports of two routers (DESIGN.md, "Selection").
+"""A multi-parent topology: a tunnel between two ports of two routers (docs/semantics.md §3).
 
 Routers own their ports as in ``router_port`` (``port.router`` is ``relation_to_owner``): one
 tree and one resource set per router, holding its ``net::Router`` and one ``net::Interface`` per
@@ -7,7 +7,7 @@ its own tree, and its resource set (named after the tunnel's id) holds one
 ``net::TunnelEndpoint`` per side, deployed by that side's router (agent = its ``mgmt_ip``).
 
 Why the endpoints copy the port's name and MTU instead of requiring its interface: a resource
-of one named set may not require a resource of another named set (SEMANTICS.md section 4, rule
+of one named set may not require a resource of another named set (docs/semantics.md §4, rule
 6), and the tunnel's set is not its routers' set. So the tunnel's resources *depend on* its
 ports' attributes without the ownership tree saying so: changing a port's MTU must recompile
 the tunnel too. The default ``owner_tree`` selector does not know that (a partial compile of the

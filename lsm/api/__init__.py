@@ -1,6 +1,6 @@
-"""The HTTP API: ``create_app(engine)`` and one router per resource family.
+"""The HTTP API: ``create_app(facades)`` and one router per resource family.
 
-An edge of the layering: it calls the ``Engine`` facade only, and maps ``lsm.errors`` to
+An edge of the layering: it calls the facades (``lsm.facade``) only, and maps ``lsm.errors`` to
 responses in exactly one place (``lsm.api.errors``).
 """
 

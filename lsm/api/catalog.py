@@ -6,30 +6,31 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.catalog import EntityOut, LifecycleOut
 
 router = APIRouter(tags=["service catalog"])
 
 
 @router.get("/lsm/v1/service_catalog")
-def list_catalog(engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+def list_catalog(facades: FacadesDep, ctx: ContextDep) -> list[EntityOut]:
     """Every entity: attributes, relations, identity, owner, lifecycle and an instance summary."""
-    return engine.catalog(env)
+    return facades.catalog.list_entities(ctx)
 
 
 @router.get("/lsm/v1/service_catalog/{entity}")
-def get_entity(entity: str, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+def get_entity(entity: str, facades: FacadesDep, ctx: ContextDep) -> EntityOut:
     """One entity of the catalog."""
-    return engine.catalog_entity(env, entity)
+    return facades.catalog.get_entity(ctx, entity)
 
 
 @router.get("/lsm/v1/service_catalog/{entity}/schema")
-def get_entity_schema(entity: str, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+def get_entity_schema(entity: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, Any]:
     """The JSON schema of the entity's attributes."""
-    return engine.entity_schema(env, entity)
+    return facades.catalog.entity_schema(ctx, entity)
 
 
 @router.get("/lsm/v1/lifecycles/{name}")
-def get_lifecycle(name: str, engine: EngineDep) -> dict[str, Any]:
-    """A lifecycle by name: its states and transfers (SEMANTICS.md section 1)."""
-    return engine.lifecycle(name)
+def get_lifecycle(name: str, facades: FacadesDep, ctx: ContextDep) -> LifecycleOut:
+    """A lifecycle by name: its states and transfers (docs/semantics.md §1)."""
+    return facades.catalog.lifecycle(ctx, name)

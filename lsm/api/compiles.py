@@ -1,53 +1,78 @@
-"""``/api/v1/compiles``: request compiles (full or partial, optionally waiting) and read reports."""
+"""``/api/v1/compiles``: request compiles (full or partial, optionally waiting), explain a selection,
+and read reports."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from functools import partial
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
-from lsm.api.deps import EngineDep, EnvironmentDep
-from lsm.inventory.views import CompileOut
+from lsm.api.deps import ContextDep, FacadesDep
+from lsm.errors import InvalidInput
+from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
 router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
 
 
-class CompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@router.post("", response_model=None)
+async def request_compile(
+    body: CompileRequest, facades: FacadesDep, ctx: ContextDep
+) -> CompileOut | dict[str, Any]:
+    """Request a compile; the report, final when ``wait`` was given (or as it stands at ``timeout``);
+    with ``explain``, what a partial compile would select and why (nothing is queued).
 
-    kind: Literal["full", "partial"] = "full"
-    instance_ids: list[str] | None = Field(None, description="Partial: these instances (and their trees).")
-    service_entities: list[str] | None = Field(None, description="Partial: every instance of these entities.")
-    exclude: list[str] | None = Field(None, description="Instance ids left out of the request.")
-    wait: bool = Field(False, description="Answer only when the compile finished.")
-
-
-@router.post("")
-def request_compile(body: CompileRequest, engine: EngineDep, env: EnvironmentDep) -> CompileOut:
-    """Request a compile; the report, final when ``wait`` was given."""
-    return engine.request_compile(
-        env,
-        kind=body.kind,
-        instance_ids=body.instance_ids,
-        service_entities=body.service_entities,
-        exclude=body.exclude,
-        wait=body.wait,
+    Async so that a waiting request holds no worker thread: only the database reads run in one.
+    """
+    if body.explain:
+        if body.kind != "partial":
+            raise InvalidInput("only a partial compile can be explained", field="explain")
+        return await run_in_threadpool(
+            partial(
+                facades.compiles.explain_compile,
+                ctx,
+                instance_ids=body.instance_ids,
+                service_entities=body.service_entities,
+                exclude=body.exclude,
+                selector=body.selector,
+            )
+        )
+    queued = await run_in_threadpool(
+        partial(
+            facades.compiles.request_compile,
+            ctx,
+            kind=body.kind,
+            instance_ids=body.instance_ids,
+            service_entities=body.service_entities,
+            exclude=body.exclude,
+            incremental=body.incremental,
+            selector=body.selector,
+        )
     )
+    if not body.wait:
+        return queued
+    return await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout)
 
 
 @router.get("")
 def list_compiles(
-    engine: EngineDep,
-    env: EnvironmentDep,
+    facades: FacadesDep,
+    ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
-    return engine.list_compiles(env, limit=limit, offset=offset)
+    return facades.compiles.list_compiles(ctx, limit=limit, offset=offset)
+
+
+@router.get("/selectors")
+def list_selectors(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]:
+    """The selectors the environment can name, with their parameters."""
+    return facades.compiles.list_selectors(ctx)
 
 
 @router.get("/{compile_id}")
-def get_compile(compile_id: str, engine: EngineDep, env: EnvironmentDep) -> CompileOut:
+def get_compile(compile_id: str, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """One compile report."""
-    return engine.get_compile(env, compile_id)
+    return facades.compiles.get_compile(ctx, compile_id)

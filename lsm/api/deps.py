@@ -1,38 +1,60 @@
-"""Dependencies shared by the routers: the engine and the environment of a request.
+"""Dependencies shared by the routers: the facades, and the ``RequestContext`` of a request.
 
-The environment is chosen by the ``X-LSM-Environment`` header (a name or an id); without it
-the engine uses its default environment (``env=None``). Routes under
-``/api/v1/environments/{env}`` name it in the path instead.
+``request_context`` is the ONE place that says who a request is from: the environment
+(``X-LSM-Environment``, a name or id; the default environment when absent), the request id
+(``X-Request-ID`` when it is a short printable string, else a fresh uuid4 hex; echoed on the
+response by ``RequestIdMiddleware``) and the actor. Authentication plugs in here: today every
+caller is ``local``; tokens and roles will resolve the actor (and refuse the request) in this
+function, and no route changes. No route reads a header itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, cast
 
 from fastapi import Depends, Header, HTTPException, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lsm.runtime.engine import Engine
+from lsm.facade import LOCAL_ACTOR, Facades, RequestContext, new_request_id
 
 ENVIRONMENT_HEADER = "X-LSM-Environment"
+REQUEST_ID_HEADER = "X-Request-ID"
+#: the longest request id accepted from a client (the event and compile columns hold 100)
+MAX_REQUEST_ID = 100
 
 
-def get_engine(request: Request) -> Engine:
-    """The engine that ``create_app`` put on the application, ready or not (``/health``)."""
-    return cast(Engine, request.app.state.engine)
+def get_facades(request: Request) -> Facades:
+    """The facades that ``create_app`` put on the application."""
+    return cast(Facades, request.app.state.facades)
 
 
-def ready_engine(engine: Annotated[Engine, Depends(get_engine)]) -> Engine:
-    """The engine, or a 503 ``unavailable`` while it is not started (or stopping).
+def is_ready(request: Request) -> bool:
+    """Whether the runtime serving this app is started (``/health``)."""
+    ready = cast(Callable[[], bool], request.app.state.is_ready)
+    return ready()
+
+
+def ready_facades(request: Request) -> Facades:
+    """The facades, or a 503 ``unavailable`` while the runtime is not started (or stopping).
 
     A 503 is the one answer clients retry (``lsm.client.RetryPolicy``): a request that arrives
     before ``start()`` or after ``stop()`` is not refused for good, it is early or late.
     """
-    if not engine.ready:
+    if not is_ready(request):
         raise HTTPException(503, "the engine is not ready yet")
-    return engine
+    return get_facades(request)
 
 
-def get_environment(
+def valid_request_id(value: str | None) -> str | None:
+    """``value`` when it can be echoed and stored as a request id: 1..100 printable ASCII characters."""
+    if value and len(value) <= MAX_REQUEST_ID and value.isascii() and value.isprintable():
+        return value
+    return None
+
+
+def request_context(
+    request: Request,
     x_lsm_environment: Annotated[
         str | None,
         Header(
@@ -40,10 +62,46 @@ def get_environment(
             description="Environment name or id; the default environment when absent.",
         ),
     ] = None,
-) -> str | None:
-    """The requested environment; an empty header counts as absent."""
-    return x_lsm_environment or None
+    x_request_id: Annotated[
+        str | None,
+        Header(
+            alias=REQUEST_ID_HEADER,
+            description="Your id for this request (printable, at most 100 characters); "
+            "one is generated otherwise. Echoed in the response and recorded on what the request changed.",
+        ),
+    ] = None,
+) -> RequestContext:
+    """Who asks, in which environment, under which request id (see the module docstring)."""
+    request_id = valid_request_id(x_request_id) or new_request_id()
+    request.state.request_id = request_id
+    return RequestContext(actor=LOCAL_ACTOR, environment=x_lsm_environment or None, request_id=request_id)
 
 
-EngineDep = Annotated[Engine, Depends(ready_engine)]
-EnvironmentDep = Annotated[str | None, Depends(get_environment)]
+class RequestIdMiddleware:
+    """Echo the request id chosen by ``request_context`` in the response's ``X-Request-ID``.
+
+    Why a middleware: error responses are built by the exception handlers, outside the route,
+    and must carry the id too. The id is read from the request state, never from the headers.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})  # shared with the route's Request, even if scope is copied
+
+        async def echoing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and state.get("request_id"):
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.lower().encode(), str(state["request_id"]).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, echoing_send)
+
+
+FacadesDep = Annotated[Facades, Depends(ready_facades)]
+ContextDep = Annotated[RequestContext, Depends(request_context)]

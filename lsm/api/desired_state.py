@@ -2,33 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from lsm.api.deps import EngineDep, EnvironmentDep
+from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
 
 router = APIRouter(prefix="/api/v1/desired_state", tags=["desired state"])
 
 
 @router.get("")
 def list_desired_states(
-    engine: EngineDep,
-    env: EnvironmentDep,
+    facades: FacadesDep,
+    ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
-) -> list[dict[str, Any]]:
+) -> list[DesiredStateVersionOut]:
     """Versions, newest first."""
-    return engine.list_desired_states(env, limit=limit, offset=offset)
+    return facades.desired_state.list_desired_states(ctx, limit=limit, offset=offset)
 
 
 @router.get("/{version}")
-def get_desired_state(version: int, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+def get_desired_state(version: int, facades: FacadesDep, ctx: ContextDep) -> DesiredStateOut:
     """One version: its resource sets (name -> resource ids) and the shared ids."""
-    return engine.desired_state(env, version)
+    return facades.desired_state.desired_state(ctx, version)
 
 
 @router.get("/{version}/resources")
-def get_desired_state_resources(version: int, engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+def get_desired_state_resources(
+    version: int, facades: FacadesDep, ctx: ContextDep
+) -> list[DesiredStateResourceOut]:
     """The version's resources: id, set, attributes, requires."""
-    return engine.desired_state_resources(env, version)
+    return facades.desired_state.desired_state_resources(ctx, version)

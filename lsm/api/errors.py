@@ -37,7 +37,7 @@ _HTTP_KINDS: dict[int, str] = {
 
 
 def error_response(status_code: int, kind: str, message: str, **details: Any) -> JSONResponse:
-    """A JSON error response in the one format of API.md "Errors"."""
+    """A JSON error response in the one format of docs/api.md §2."""
     return JSONResponse({"error": kind, "message": message, **details}, status_code=status_code)
 
 

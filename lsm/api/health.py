@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from lsm.api.deps import get_engine
+from lsm.api.deps import ContextDep, is_ready
 from lsm.api.errors import error_response
-from lsm.runtime.engine import Engine
+from lsm.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=None)
-def health(engine: Annotated[Engine, Depends(get_engine)]) -> dict[str, Any] | JSONResponse:
-    if not engine.ready:
+def health(ready: Annotated[bool, Depends(is_ready)], _ctx: ContextDep) -> HealthOut | JSONResponse:
+    if not ready:
         return error_response(503, "unavailable", "the engine is not ready yet", status="starting")
-    return {"status": "ok"}
+    return HealthOut(status="ok")

@@ -1,61 +1,52 @@
 """``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
 
-Thin by design: parse, call the engine, return its view. Every rule (versions, transfers,
-attribute modifiers, identity) lives behind ``Engine``; its errors become responses in
+Thin by design: parse, call the facade, return its view. Every rule (versions, transfers,
+attribute modifiers, identity) lives behind the facades (``lsm.facade``); its errors become responses in
 ``lsm.api.errors``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.api.deps import EngineDep, EnvironmentDep
-from lsm.inventory.views import EventOut, InstanceOut
+from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.bulk import BulkRequest, BulkResult
+from lsm.schemas.inventory import (
+    CreateInstance,
+    DiagnosisOut,
+    EventOut,
+    InstanceOut,
+    InstanceResourceOut,
+    SetStateRequest,
+    UpdateInstance,
+)
 
 router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
 
 _REF = "an instance id, or <identity_attr>=<value>"
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CreateInstance(_Body):
-    attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
-    service_instance_id: str | None = Field(
-        None, description="A chosen instance id (a UUID); generated if absent."
-    )
-    initial_state: str | None = Field(None, description="One of the lifecycle's alternative initial states.")
-
-
-class UpdateInstance(_Body):
-    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
-    attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
-
-
-class SetState(_Body):
-    current_version: int
-    target_state: str
-    message: str | None = None
-
-
 @router.post("/{entity}")
-def create_instance(entity: str, body: CreateInstance, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def create_instance(entity: str, body: CreateInstance, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """Order a new instance; it starts at version 1 in the lifecycle's initial state."""
-    return engine.create_instance(
-        env, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
+    return facades.inventory.create_instance(
+        ctx, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
     )
+
+
+@router.post("/{entity}/bulk")
+def bulk(entity: str, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
+    """Create and update many instances at once: all of them, or none and every refused item listed."""
+    return facades.inventory.bulk(ctx, entity, create=body.create, update=body.update)
 
 
 @router.get("/{entity}")
 def list_instances(
     entity: str,
-    engine: EngineDep,
-    env: EnvironmentDep,
+    facades: FacadesDep,
+    ctx: ContextDep,
     state: Annotated[list[str] | None, Query(description="Only these states (repeatable).")] = None,
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
@@ -63,8 +54,8 @@ def list_instances(
     sort: str = "created_at",
 ) -> list[InstanceOut]:
     """The entity's instances; deleted ones only with ``include_deleted``."""
-    return engine.list_instances(
-        env,
+    return facades.inventory.list_instances(
+        ctx,
         entity,
         states=state or None,
         include_deleted=include_deleted,
@@ -75,26 +66,28 @@ def list_instances(
 
 
 @router.get("/{entity}/{ref}")
-def get_instance(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def get_instance(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """One instance, by id or by ``<identity_attr>=<value>``."""
-    return engine.get_instance(env, entity, ref)
+    return facades.inventory.get_instance(ctx, entity, ref)
 
 
 @router.patch("/{entity}/{ref}")
 def update_instance(
-    entity: str, ref: str, body: UpdateInstance, engine: EngineDep, env: EnvironmentDep
+    entity: str, ref: str, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    return engine.update_instance(
-        env, entity, ref, current_version=body.current_version, attributes=body.attributes
+    return facades.inventory.update_instance(
+        ctx, entity, ref, current_version=body.current_version, attributes=body.attributes
     )
 
 
 @router.post("/{entity}/{ref}/state")
-def set_state(entity: str, ref: str, body: SetState, engine: EngineDep, env: EnvironmentDep) -> InstanceOut:
+def set_state(
+    entity: str, ref: str, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
+) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
-    return engine.set_state(
-        env,
+    return facades.inventory.set_state(
+        ctx,
         entity,
         ref,
         current_version=body.current_version,
@@ -105,25 +98,27 @@ def set_state(entity: str, ref: str, body: SetState, engine: EngineDep, env: Env
 
 @router.delete("/{entity}/{ref}")
 def delete_instance(
-    entity: str, ref: str, current_version: int, engine: EngineDep, env: EnvironmentDep
+    entity: str, ref: str, current_version: int, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
-    return engine.delete_instance(env, entity, ref, current_version=current_version)
+    return facades.inventory.delete_instance(ctx, entity, ref, current_version=current_version)
 
 
 @router.get("/{entity}/{ref}/log")
-def instance_log(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[EventOut]:
+def instance_log(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> list[EventOut]:
     """The instance's event log, oldest first."""
-    return engine.instance_log(env, entity, ref)
+    return facades.inventory.instance_log(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/resources")
-def instance_resources(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> list[dict[str, Any]]:
+def instance_resources(
+    entity: str, ref: str, facades: FacadesDep, ctx: ContextDep
+) -> list[InstanceResourceOut]:
     """The instance's resources and their deploy state."""
-    return engine.instance_resources(env, entity, ref)
+    return facades.inventory.instance_resources(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/diagnose")
-def diagnose(entity: str, ref: str, engine: EngineDep, env: EnvironmentDep) -> dict[str, Any]:
+def diagnose(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> DiagnosisOut:
     """Why the instance is where it is: failing validation, failed resources, pending compile."""
-    return engine.diagnose(env, entity, ref)
+    return facades.inventory.diagnose(ctx, entity, ref)

@@ -24,7 +24,7 @@ class BackgroundServer:
 
     Example::
 
-        with BackgroundServer(create_app(engine)) as server:
+        with BackgroundServer(runtime.app) as server:
             Client(server.url).health()
     """
 

@@ -22,6 +22,7 @@ from typing import Any, cast
 import httpx
 
 from lsm.client.errors import error_from_response
+from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
 from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
 from lsm.client.routes import JsonList, JsonObject, Request, Routes
 
@@ -81,6 +82,12 @@ class Client(Routes[JsonObject, JsonList]):
     def _many(self, request: Request) -> JsonList:
         return cast(JsonList, self._send(request))
 
+    def events(
+        self, *, last_event_id: str | None = None, read_timeout: float | None = READ_TIMEOUT
+    ) -> EventStream:
+        """The server-sent events of the environment, from now or after ``last_event_id``."""
+        return EventStream(self._http, last_event_id=last_event_id, read_timeout=read_timeout)
+
     def close(self) -> None:
         self._http.close()
 
@@ -124,6 +131,12 @@ class AsyncClient(Routes[Awaitable[JsonObject], Awaitable[JsonList]]):
 
     def _many(self, request: Request) -> Awaitable[JsonList]:
         return self._send(request)
+
+    def events(
+        self, *, last_event_id: str | None = None, read_timeout: float | None = READ_TIMEOUT
+    ) -> AsyncEventStream:
+        """The server-sent events of the environment, from now or after ``last_event_id``."""
+        return AsyncEventStream(self._http, last_event_id=last_event_id, read_timeout=read_timeout)
 
     async def aclose(self) -> None:
         await self._http.aclose()

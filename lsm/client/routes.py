@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
+from pydantic import BaseModel
+
+from lsm.schemas.bulk import BulkCreate, BulkUpdate
+from lsm.schemas.compile_reports import MAX_COMPILE_WAIT
+
 JsonObject = dict[str, Any]
 JsonList = list[dict[str, Any]]
 
@@ -23,8 +28,10 @@ ObjT = TypeVar("ObjT")
 #: what a method answering a JSON list returns
 ListT = TypeVar("ListT")
 
+#: how much longer than the server's wait the client waits for its answer (seconds)
+COMPILE_WAIT_MARGIN = 30.0
 #: how long a ``wait=True`` compile request may take before the client gives up (seconds)
-COMPILE_WAIT_TIMEOUT = 330.0
+COMPILE_WAIT_TIMEOUT = MAX_COMPILE_WAIT + COMPILE_WAIT_MARGIN
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,17 @@ def _seg(value: str | int) -> str:
     return quote(str(value), safe="=:@")
 
 
+def _plain(item: dict[str, Any] | BaseModel) -> dict[str, Any]:
+    """A request item as JSON-ready data: the typed models of ``lsm.schemas`` or plain dicts."""
+    return item.model_dump(mode="json", exclude_none=True) if isinstance(item, BaseModel) else item
+
+
 def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
 class Routes(ABC, Generic[ObjT, ListT]):
-    """The API of API.md, one method per route. Subclasses say how a ``Request`` is sent."""
+    """The API of docs/api.md, one method per route. Subclasses say how a ``Request`` is sent."""
 
     #: the environment (name or id) sent in ``X-LSM-Environment``; ``None``: the server's default
     environment: str | None
@@ -98,6 +110,25 @@ class Routes(ABC, Generic[ObjT, ListT]):
             {"attributes": attributes, "service_instance_id": instance_id, "initial_state": initial_state}
         )
         return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}", json=body))
+
+    def bulk(
+        self,
+        entity: str,
+        *,
+        create: list[dict[str, Any] | BulkCreate] | None = None,
+        update: list[dict[str, Any] | BulkUpdate] | None = None,
+    ) -> ObjT:
+        """Create (``{attributes, service_instance_id?}``) and update (``{id, current_version,
+        attributes}``) many instances in one transaction: all of them or none.
+
+        The answer is ``{"created": [...], "updated": [...]}``; a refusal raises the error of
+        the worst item with ``items`` listing every refused one (``index``, ``op``, ``message``).
+        """
+        body = {
+            "create": [_plain(item) for item in create or []],
+            "update": [_plain(item) for item in update or []],
+        }
+        return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}/bulk", json=body))
 
     def list_instances(
         self,
@@ -163,8 +194,16 @@ class Routes(ABC, Generic[ObjT, ListT]):
         service_entities: list[str] | None = None,
         exclude: list[str] | None = None,
         wait: bool = False,
+        timeout: float | None = None,
+        incremental: bool | None = None,
+        selector: Any = None,
     ) -> ObjT:
-        """Request a compile; with ``wait`` the answer comes when it finished (long timeout)."""
+        """Request a compile; with ``wait`` the answer comes when it finished, or after ``timeout``
+        seconds (at most ``MAX_COMPILE_WAIT``) with the report as it stands.
+
+        ``incremental=False`` makes a full compile refine every tree (by default it refines only
+        the trees whose instances changed).
+        """
         body = _drop_none(
             {
                 "kind": kind,
@@ -172,10 +211,38 @@ class Routes(ABC, Generic[ObjT, ListT]):
                 "service_entities": service_entities,
                 "exclude": exclude,
                 "wait": wait,
+                "timeout": timeout,
+                "incremental": incremental,
+                "selector": selector,
             }
         )
-        timeout = COMPILE_WAIT_TIMEOUT if wait else None
-        return self._one(Request("POST", "/api/v1/compiles", json=body, timeout=timeout))
+        waited = min(timeout, MAX_COMPILE_WAIT) + COMPILE_WAIT_MARGIN if timeout else COMPILE_WAIT_TIMEOUT
+        return self._one(Request("POST", "/api/v1/compiles", json=body, timeout=waited if wait else None))
+
+    def explain_compile(
+        self,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> ObjT:
+        """What a partial compile would select and why; nothing is queued (dry run)."""
+        body = _drop_none(
+            {
+                "kind": "partial",
+                "instance_ids": instance_ids,
+                "service_entities": service_entities,
+                "exclude": exclude,
+                "selector": selector,
+                "explain": True,
+            }
+        )
+        return self._one(Request("POST", "/api/v1/compiles", json=body))
+
+    def list_selectors(self) -> ListT:
+        """The selectors the environment can name, with their parameters."""
+        return self._many(Request("GET", "/api/v1/compiles/selectors"))
 
     def list_compiles(self, *, limit: int = 50, offset: int = 0) -> ListT:
         """The compile queue and history, newest first."""

@@ -1,59 +1,140 @@
-"""``EnvironmentLocks``: at most one compile runs per environment, across every worker process.
+"""Compile locks: one exporting compile per environment, and validations that never overlap.
 
-Why: compiles of one environment must not overlap (each export is based on the latest
-version, and a claimed request must be run by exactly one worker). PostgreSQL gives this with
-a session-level advisory lock held on a dedicated connection for the compile's duration; a
-worker that dies releases it with its connection, which is what lets the queue resume. SQLite
-is embedded in one process, where a per-environment thread lock is the same guarantee.
+Why: exporting compiles of one environment must not overlap (each export is based on the
+latest version, and a claimed request must be run by exactly one worker). Validation compiles
+may run side by side, in several threads and processes, as long as their selections share no
+instance: a validation reads the others' attribute sets and may allocate values, which must
+look as if the validations had run one after the other.
+
+PostgreSQL gives both with session-level advisory locks held on a dedicated connection for
+the compile's duration; a worker that dies releases them with its connection. SQLite has one
+worker process (``lsm.services.singleton``), where thread locks are the same guarantee.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from lsm.inventory.database import Database
 
 
-def _key(env_id: str) -> int:
-    """A stable signed 64-bit advisory-lock key for an environment."""
+def _key(kind: str, name: str) -> int:
+    """A stable signed 64-bit advisory-lock key."""
     return int.from_bytes(
-        hashlib.blake2b(f"lsm-compile:{env_id}".encode(), digest_size=8).digest(), "big", signed=True
+        hashlib.blake2b(f"{kind}:{name}".encode(), digest_size=8).digest(), "big", signed=True
     )
 
 
+class Held:
+    """Locks taken together; ``release()`` (from the thread that took them) gives them back."""
+
+    def __init__(self, release: list[Callable[[], None]]) -> None:
+        self._release = release
+
+    def release(self) -> None:
+        undo, self._release = self._release, []
+        for step in reversed(undo):
+            step()
+
+
+class SelectionLocks:
+    """The instance locks of one validation batch, on one connection: ``try_lock`` a selection,
+    ``release`` them all when the batch is done."""
+
+    def __init__(self, owner: EnvironmentLocks, env_id: str) -> None:
+        self._owner = owner
+        self._kind = f"lsm-select:{env_id}"
+        self._held: list[Held] = []
+        self._conn: Connection | None = None
+
+    def try_lock(self, instance_ids: Iterable[str]) -> bool:
+        names = sorted(set(instance_ids))
+        if self._conn is None and not self._owner.db.is_sqlite:
+            self._conn = self._owner.db.write_engine.connect()
+        held = self._owner._try(self._kind, names, self._owner._selected, self._conn)
+        if held is None:
+            return False
+        self._held.append(held)
+        return True
+
+    def release(self) -> None:
+        try:
+            for held in reversed(self._held):
+                held.release()
+        finally:
+            self._held = []
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
 class EnvironmentLocks:
+    """``try_export(env_id)``: the environment's exporting lock, or ``None`` when another holds it.
+    ``selections(env_id)``: the locks a validation batch takes on its selections."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._local: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._exporting: set[str] = set()
+        self._selected: set[str] = set()
 
-    @contextmanager
-    def hold(self, env_id: str) -> Iterator[bool]:
-        """Try to take the environment's compile lock; yields whether it was taken."""
+    def try_export(self, env_id: str) -> Held | None:
+        if self.db.is_sqlite:
+            return self._try("lsm-compile", [env_id], self._exporting, None)
+        conn = self.db.write_engine.connect()
+        held = self._try("lsm-compile", [env_id], self._exporting, conn)
+        if held is None:
+            conn.close()
+            return None
+        held._release.insert(0, conn.close)
+        return held
+
+    def selections(self, env_id: str) -> SelectionLocks:
+        return SelectionLocks(self, env_id)
+
+    def _try(self, kind: str, names: list[str], taken: set[str], conn: Connection | None) -> Held | None:
+        """In process first (threads), then on PostgreSQL across processes; all or nothing."""
+        keys = [f"{kind}:{n}" for n in names]
         with self._guard:
-            local = self._local.setdefault(env_id, threading.Lock())
-        if not local.acquire(blocking=False):
-            yield False
-            return
+            if any(k in taken for k in keys):
+                return None
+            taken.update(keys)
+
+        def give_back() -> None:
+            with self._guard:
+                taken.difference_update(keys)
+
+        if conn is None or not keys:
+            return Held([give_back])
+        advisory = [_key(kind, n) for n in names]
         try:
-            if self.db.is_sqlite:
-                yield True
-                return
-            with self.db.write_engine.connect() as conn:
-                got = bool(
-                    conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": _key(env_id)}).scalar()
-                )
-                conn.commit()
-                try:
-                    yield got
-                finally:
-                    if got:
-                        conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _key(env_id)})
-                        conn.commit()
-        finally:
-            local.release()
+            got = _try_advisory(conn, advisory)
+        except BaseException:
+            give_back()
+            raise
+        if not got:
+            give_back()
+            return None
+
+        def unlock() -> None:
+            conn.execute(_UNLOCK, {"ks": advisory})
+            conn.commit()
+
+        return Held([give_back, unlock])
+
+
+_LOCK = text("SELECT k, pg_try_advisory_lock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
+_UNLOCK = text("SELECT pg_advisory_unlock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
+
+
+def _try_advisory(conn: Connection, keys: list[int]) -> bool:
+    """Take every key or none (so two workers never hold half of each other's)."""
+    taken = [row[0] for row in conn.execute(_LOCK, {"ks": keys}) if row[1]]
+    if len(taken) < len(keys) and taken:
+        conn.execute(_UNLOCK, {"ks": taken})
+    conn.commit()
+    return len(taken) == len(keys)

@@ -1,47 +1,68 @@
-"""``CompileQueue``: durable compile requests, claimed in batches, finished with a report.
+"""``CompileQueue``: which requests run together, claimed under leases, finished with a report.
 
 Why rows: a compile request is committed in the same transaction as the state change that
-caused it (``lsm.orchestration``), so a crash can lose neither. A worker claims requests of
-one environment while it holds that environment's compile lock (``EnvironmentLocks``), so:
+caused it (``lsm.orchestration``), so a crash can lose neither. The SQL is in
+``lsm.inventory.compile_queue``; this module is the policy.
 
-* requests still marked ``running`` when the lock is taken belong to a worker that died:
-  they go back to ``queued`` and the queue resumes where it stood;
-* a claim takes the oldest queued request and merges what may run with it: a validation
-  compile always runs alone; a full compile absorbs every pending exporting request (it
-  covers them all); with ``batched_partial_compiles`` every pending partial request merges
-  into one compile over the union of their ids. Merged requests point to the leader
-  (``merged_into``) and end with its status and version.
+Two queues in one table, so that neither kind waits behind the other:
+
+* **Exporting** requests (full, partial) of an environment run one batch at a time: the caller
+  holds the environment's compile lock (``EnvironmentLocks``). A claim takes the oldest queued
+  request and what may run with it: a full compile absorbs every pending exporting request (it
+  covers them all); with ``batched_partial_compiles`` every pending partial request merges into
+  one compile over the union of their ids. Merged requests point to the leader
+  (``merged_into``) and end with its status and version. An exporting request still
+  ``running`` when the lock is taken belongs to a worker that died (a live one would hold the
+  lock): it is taken over at once.
+* **Validation** requests are claimed many at a time, oldest first, ``SKIP LOCKED`` on
+  PostgreSQL so that several workers share them; ``lsm.compiler.validation`` runs those whose
+  selections do not overlap as one compile. A validation whose lease expired (its worker died
+  or hung) is taken over.
+
+Every claim writes a lease (``lease_owner``, a token per claim, and ``lease_expires``) that the
+worker renews while it runs, and counts ``attempts``: a request whose worker died
+``max_attempts`` times is failed with a report that says so instead of killing the next one.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import update
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
+from lsm.inventory import compile_queue as sql
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
+from lsm.schemas.compiles import CompileKind, CompileStatus
 
-EXPORTING = ("full", "partial")
+
+class LeaseLost(Exception):
+    """The worker no longer holds the request it was running (it hung past its lease, and the
+    request was taken over or failed): its result must not be written."""
 
 
 @dataclass
 class Batch:
-    """A claimed leader and the requests merged into it."""
+    """A claimed leader and the requests merged into it, held under one lease token."""
 
     leader: CompileRow
     merged: list[CompileRow] = field(default_factory=list)
+    owner: str = ""
 
     @property
     def rows(self) -> list[CompileRow]:
         return [self.leader, *self.merged]
 
     @property
-    def kind(self) -> str:
-        return self.leader.kind
+    def ids(self) -> list[str]:
+        return [row.id for row in self.rows]
+
+    @property
+    def kind(self) -> CompileKind:
+        return CompileKind(self.leader.kind)
 
     def requested_ids(self) -> list[str]:
         return list(dict.fromkeys(i for row in self.rows for i in row.requested_ids))
@@ -56,70 +77,115 @@ class Batch:
 
 
 class CompileQueue:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, lease_ttl: float = 30.0, max_attempts: int = 3) -> None:
         self.db = db
+        self.lease_ttl = lease_ttl
+        self.max_attempts = max_attempts
 
-    def pending_environments(self) -> list[str]:
+    def new_owner(self, worker: str) -> str:
+        """A lease token for one claim: the worker's name and a nonce (see ``LeaseLost``)."""
+        return f"{worker}/{uuid.uuid4().hex[:12]}"
+
+    def environments_with_work(self) -> list[sql.Pending]:
         with self.db.read() as session:
-            # "running" too: a request left running by a dead worker is resumed by the next claim
-            query = (
-                select(CompileRow.env_id).where(col(CompileRow.status).in_(["queued", "running"])).distinct()
-            )
-            return list(session.exec(query))
+            return sql.environments_with_work(session)
 
-    def claim(self, env_id: str, *, batched: bool, backoff: float = 0.0) -> Batch | None:
-        """Claim the next batch of ``env_id`` (call with the environment's compile lock held)."""
+    # -- claiming -------------------------------------------------------------------------------
+    def claim_exporting(
+        self, env_id: str, owner: str, *, batched: bool, backoff: float = 0.0
+    ) -> Batch | None:
+        """The next exporting batch of ``env_id`` (call with the environment's compile lock held)."""
+        now = utcnow()
         with self.db.write() as session:
-            session.execute(
-                update(CompileRow)
-                .where(col(CompileRow.env_id) == env_id, col(CompileRow.status) == "running")
-                .values(status="queued", merged_into=None, started_at=None)
-            )
-            query = (
-                select(CompileRow)
-                .where(CompileRow.env_id == env_id, CompileRow.status == "queued")
-                .order_by(col(CompileRow.created_at).asc(), col(CompileRow.id).asc())
-            )
-            if not self.db.is_sqlite:
-                query = query.with_for_update(skip_locked=True)
-            queued = list(session.exec(query))
-            if not queued:
+            orphans = sql.running_exporting(session, env_id)
+            if orphans:
+                self._take_over(session, orphans, now)
+            first = sql.queued_exporting(session, env_id, limit=1)
+            if not first:
                 return None
-            leader = queued[0]
-            merged: list[CompileRow] = []
-            if leader.kind != "validation" and _too_recent(leader, backoff):
-                # exporting requests wait out the back-off to gather more; validations never wait
-                waiting = next((r for r in queued if r.kind == "validation"), None)
-                if waiting is None:
-                    return None
-                leader = waiting
-            elif leader.kind == "full" or (
-                leader.kind == "partial" and any(r.kind == "full" for r in queued)
-            ):
-                full = next(r for r in queued if r.kind == "full")
+            leader = first[0]
+            if _too_recent(leader.created_at, now, backoff):
+                return None  # exporting requests wait out the back-off to gather more
+            full = leader if leader.kind is CompileKind.FULL else sql.first_queued_full(session, env_id)
+            if full is not None:
                 leader = full
-                merged = [r for r in queued if r.kind in EXPORTING and r is not full]
-            elif leader.kind == "partial" and batched:
-                merged = [r for r in queued[1:] if r.kind == "partial"]
-            now = utcnow()
-            leader.status, leader.started_at = "running", now
-            session.add(leader)
-            for row in merged:
-                row.status, row.started_at, row.merged_into = "running", now, leader.id
-                session.add(row)
-            session.flush()
-            return Batch(leader=leader, merged=merged)
+                ids = [q.id for q in sql.queued_exporting(session, env_id)]
+            elif batched:
+                ids = [q.id for q in sql.queued_exporting(session, env_id)]
+            else:
+                ids = [leader.id]
+            sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
+            rows = sql.load(session, ids)
+            return Batch(leader=rows[leader.id], merged=[rows[i] for i in ids if i != leader.id], owner=owner)
+
+    def claim_validations(self, env_id: str, owner: str, *, limit: int) -> list[Batch]:
+        """Up to ``limit`` validation requests of ``env_id``, oldest first, each its own batch."""
+        now = utcnow()
+        with self.db.write() as session:
+            expired = sql.expired(session, now, skip_locked=not self.db.is_sqlite)
+            if expired:
+                self._take_over(session, expired, now)
+            ids = sql.queued_validations(session, env_id, limit=limit, skip_locked=not self.db.is_sqlite)
+            if not ids:
+                return []
+            sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
+            rows = sql.load(session, ids)
+            return [Batch(leader=rows[i], owner=owner) for i in ids]
+
+    def _take_over(self, session: Session, held: list[tuple[str, int]], now: datetime) -> None:
+        """Requests whose worker died: back to the queue, or failed once they killed too many."""
+        dead = [i for i, attempts in held if attempts >= self.max_attempts]
+        sql.release(session, [i for i, attempts in held if attempts < self.max_attempts])
+        for row_id in dead:
+            sql.finish(
+                session,
+                row_id,
+                owner=None,
+                status=CompileStatus.FAILED,
+                now=now,
+                report={
+                    "error": {
+                        "error": "worker_died",
+                        "message": f"the worker running this compile stopped {self.max_attempts} times "
+                        "before it finished (killed, or crashed by the model); it is not tried again",
+                    }
+                },
+                desired_state_version=None,
+            )
+
+    # -- while running ---------------------------------------------------------------------------
+    def renew(self, batches: list[Batch]) -> list[Batch]:
+        """Extend the leases of ``batches``; returns those whose lease was lost."""
+        lost: list[Batch] = []
+        if not batches:
+            return lost
+        expires = self._expiry(utcnow())
+        with self.db.write() as session:
+            for batch in batches:
+                if sql.renew(session, batch.owner, batch.ids, expires) == 0:
+                    lost.append(batch)
+        return lost
+
+    def release(self, batches: list[Batch]) -> None:
+        """Give claimed requests back (a graceful shutdown): another worker runs them."""
+        with self.db.write() as session:
+            for batch in batches:
+                sql.release(session, batch.ids, owner=batch.owner)
 
     def finish(
         self,
         batch: Batch,
         *,
-        status: str,
+        status: str | CompileStatus,
         report: dict[str, Any],
         desired_state_version: int | None = None,
         session: Session | None = None,
     ) -> None:
-        """Record the outcome on every request of the batch (in ``session`` when given)."""
+        """Record the outcome on every request of the batch (in ``session`` when given).
+
+        Raises ``LeaseLost`` (and so rolls back ``session``) when the batch's lease is no
+        longer this worker's.
+        """
         if session is None:
             with self.db.write() as own:
                 self.finish(
@@ -131,22 +197,35 @@ class CompileQueue:
                 )
             return
         now = utcnow()
+        status = CompileStatus(status)
         for row in batch.rows:
-            fresh = session.get(CompileRow, row.id)
-            if fresh is None:
-                continue
-            fresh.status = status
-            fresh.finished_at = now
-            fresh.desired_state_version = desired_state_version
             if row is batch.leader:
-                fresh.report = {**fresh.report, **report}
+                body = {**report, "worker": worker_of(batch.owner)} if batch.owner else report
             else:
-                fresh.report = {**fresh.report, "merged_into": batch.leader.id, "status": status}
-            session.add(fresh)
+                body = {"merged_into": batch.leader.id, "status": status.value}
+            done = sql.finish(
+                session,
+                row.id,
+                owner=batch.owner or None,
+                status=status,
+                now=now,
+                report=body,
+                desired_state_version=desired_state_version,
+            )
+            if not done and row is batch.leader:
+                raise LeaseLost(f"compile {row.id} is no longer held by {batch.owner}")
+
+    def _expiry(self, now: datetime) -> datetime:
+        return now + timedelta(seconds=self.lease_ttl)
 
 
-def _too_recent(row: CompileRow, backoff: float) -> bool:
-    return backoff > 0 and _as_utc(row.created_at) > utcnow() - timedelta(seconds=backoff)
+def worker_of(owner: str) -> str:
+    """The worker part of a lease token (``worker/nonce``): which process ran a compile."""
+    return owner.rsplit("/", 1)[0]
+
+
+def _too_recent(created_at: datetime, now: datetime, backoff: float) -> bool:
+    return backoff > 0 and _as_utc(created_at) > now - timedelta(seconds=backoff)
 
 
 def _as_utc(value: datetime) -> datetime:

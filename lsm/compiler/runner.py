@@ -1,4 +1,4 @@
-"""``CompileRunner``: runs one claimed batch (full, partial or validation) and records its report.
+"""``CompileRunner``: runs one claimed exporting batch (full or partial) and records its report.
 
 Why one module: the three kinds share their stages (choose instances, build the instance dicts
 ``lsm.all`` returns, refine, then export or report a validation outcome) and their error
@@ -11,9 +11,7 @@ broke, and nothing is exported. Each stage is timed for the report.
 * **partial**: the requested ids (plus every instance of the requested entities, minus
   ``exclude``) are handed to the environment's selector; the trees it selects are refined and
   their sets replace the stored ones; a selected tree that produces nothing has its set deleted.
-* **validation**: the validated instance with its state's ``validate_self`` set, every other
-  instance with its ``validate_others`` set (``none`` leaves it out); the outcome goes back to
-  the orchestration as a ``ValidationOutcome``, with the compile id in the event log.
+* **validation** compiles are batched and run by ``lsm.compiler.validation``.
 """
 
 from __future__ import annotations
@@ -21,27 +19,33 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Row, delete, insert
 from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col
 
-from lsm.compiler.queue import Batch, CompileQueue
-from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+from lsm.compiler import incremental, shared_records
+from lsm.compiler.instances import InstanceDict, instance_dict
+from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
+from lsm.compiler.validation import ValidationBatches
+from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
+from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
-from lsm.model import RefineResult, refine, validate
-from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
-from lsm.selection import BaseSelector, InstanceRecord, InventoryView, build_selector, run_selector
+from lsm.model import RefineResult, refine
+from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.schemas.compiles import CompileKind
+from lsm.selection import BaseSelector, InstanceRecord, InventoryView
+from lsm.selection import select as run_selection
+from lsm.selection.diagnostics import explain_selection
+from lsm.selection.specs import build_spec
 
 log = logging.getLogger(__name__)
 
-InstanceDict = dict[str, Any]
 #: garbage-collect old desired-state versions every this many exports
 GC_EVERY = 10
 
@@ -60,18 +64,24 @@ class CompileRunner:
         self.store = store
         self.orchestrator = orchestrator
         self.contexts = contexts
+        self.validations = ValidationBatches(db, queue, orchestrator, self.selector)
 
     def run_batch(self, env_id: str, batch: Batch) -> None:
-        """Run ``batch`` and finish every request in it; never raises for a compile's own errors."""
+        """Run an exporting ``batch`` and finish every request in it; never raises for a compile's
+        own errors (a validation batch goes to ``lsm.compiler.validation``)."""
+        if batch.kind is CompileKind.VALIDATION:
+            self.validations.run(self.contexts(env_id), [batch])
+            return
         timings: dict[str, float] = {}
         report: dict[str, Any] = {"merged": [row.id for row in batch.merged]}
         try:
             ctx = self.contexts(env_id)
-            if batch.kind == "validation":
-                self._validation(ctx, batch, report, timings)
-                return
             with gc_paused():  # the whole compile: see lsm.gc_pause
                 self._export(ctx, batch, report, timings)
+        except LeaseLost:
+            log.warning(
+                "compile %s: lease lost (taken over after its time limit); result dropped", batch.leader.id
+            )
         except LsmError as exc:
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
@@ -89,46 +99,167 @@ class CompileRunner:
         self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
     ) -> None:
         """Compile, export, and finish the batch in the export's transaction (one commit: a crash
-        leaves either nothing, and the request is resumed, or the version with its report)."""
+        leaves either nothing, and the request is resumed, or the version with its report).
+
+        A full compile is incremental when it may be (``lsm.compiler.incremental``); whatever
+        fails on that path is retried complete, which gives the exact result or error."""
         started = time.perf_counter()
-        full = batch.kind == "full" or self.store.latest_version(ctx.env_id) is None
+        latest = self.store.latest_fingerprint(ctx.env_id)
+        fingerprint = incremental.environment_fingerprint(ctx)
+        full = batch.kind == "full" or latest is None
         report["ran_as"] = "full" if full else "partial"
         if full:
+            reason = incremental.complete_reason(
+                requested_complete=_complete_requested(batch), latest=latest, fingerprint=fingerprint
+            )
+            if reason is None:
+                try:
+                    self._export_incremental(ctx, batch, report, timings, fingerprint, started)
+                    return
+                except (LsmError, shared_records.SharedConflict) as exc:
+                    message = getattr(exc, "message", str(exc))
+                    reason = f"the incremental compile failed, so everything is refined: {message}"
+                    for key in ("incremental", "selected", "shared_retired"):
+                        report.pop(key, None)
+            report["complete"] = reason
             instances = self._load_exporting(ctx)
             report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
             roots: list[str] = []
         else:
-            instances, roots = self._select(ctx, batch)
+            instances, roots = self._select(ctx, batch, report)
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
         timings["select"] = time.perf_counter() - started
         result = refine(ctx.model, instances)
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
-        request = self._export_request(result, full=full, roots=roots, compile_id=batch.leader.id)
+        request = self._export_request(
+            result, full=full, roots=roots, compile_id=batch.leader.id, fingerprint=fingerprint
+        )
         exported = time.perf_counter()
+        trees = None if full else [*roots, *request.deleted_sets]
         with self.db.write() as session:
+            shared_records.replace_tree_shared(
+                session, ctx.env_id, result, shared_records.shared_hashes(request.shared), trees=trees
+            )
             info = self.store.export(ctx.env_id, request, session=session)
-            record_instance_resources(
+            self._finish_export(
+                ctx,
+                batch,
+                session,
+                result,
+                instances,
+                info,
+                trees,
+                report,
+                timings,
+                started=started,
+                exported=exported,
+            )
+        self._after_export(ctx, info.number)
+
+    def _export_incremental(
+        self,
+        ctx: EnvironmentContext,
+        batch: Batch,
+        report: dict[str, Any],
+        timings: dict[str, float],
+        fingerprint: str | None,
+        started: float,
+    ) -> None:
+        """Refine the selection of what changed; keep every other tree's set as stored."""
+        with self.db.read() as session:
+            changes = incremental.find_changes(session, ctx)
+        timings["changes"] = time.perf_counter() - started
+        instances: dict[str, list[InstanceDict]] = {}
+        roots: list[str] = []
+        if changes.requested:
+            synthetic = Batch(
+                leader=CompileRow(env_id=ctx.env_id, kind="partial", requested_ids=changes.requested)
+            )
+            instances, roots = self._select(ctx, synthetic)
+        report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
+        timings["select"] = time.perf_counter() - started
+        result = refine(ctx.model, instances)
+        timings.update({f"refine_{k}": v for k, v in result.timings.items()})
+        touched = sorted({*roots, *changes.gone_roots})
+        partial = self._export_request(result, full=False, roots=touched, compile_id=batch.leader.id)
+        hashes = shared_records.shared_hashes(partial.shared)
+        exported = time.perf_counter()
+        trees = [*touched, *partial.deleted_sets]
+        with self.db.write() as session:
+            shared_records.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
+            shared_records.check_shared_conflicts(session, ctx.env_id, hashes)
+            retired = shared_records.unproduced_shared(session, ctx.env_id)
+            request = incremental.incremental_request(partial, retired=retired, fingerprint=fingerprint)
+            info = self.store.export(ctx.env_id, request, session=session)
+            incremental.clear_markers(
                 session,
                 ctx.env_id,
+                changes,
+                compiled=instances,
+                touched={*trees, *result.tree_of.values()},
+            )
+            report["incremental"] = incremental.tree_report(
+                changes, refined=len(set(result.tree_of.values())), info=info
+            )
+            report["shared_retired"] = len(retired)
+            self._finish_export(
+                ctx,
+                batch,
+                session,
                 result,
-                version=info.number,
-                full=full,
-                trees=[*roots, *request.deleted_sets],
+                instances,
+                info,
+                trees,
+                report,
+                timings,
+                started=started,
+                exported=exported,
             )
-            timings["export"] = time.perf_counter() - exported
-            timings["total"] = time.perf_counter() - started
-            report.update(
-                instances=sum(len(d) for d in instances.values()),
-                resources=result.resource_count,
-                sets=len(result.sets),
-                sets_replaced=len(info.sets_replaced),
-                sets_deleted=info.sets_deleted,
-                timings=timings,
-            )
-            self.queue.finish(
-                batch, status="success", report=report, desired_state_version=info.number, session=session
-            )
-        if info.number % GC_EVERY == 0:
+        self._after_export(ctx, info.number)
+
+    def _finish_export(
+        self,
+        ctx: EnvironmentContext,
+        batch: Batch,
+        session: Session,
+        result: RefineResult,
+        instances: Mapping[str, list[InstanceDict]],
+        info: VersionInfo,
+        trees: list[str] | None,
+        report: dict[str, Any],
+        timings: dict[str, float],
+        *,
+        started: float,
+        exported: float,
+    ) -> None:
+        """Record what each instance produced and finish the batch, in the export's transaction."""
+        record_instance_resources(
+            session,
+            ctx.env_id,
+            result,
+            version=info.number,
+            full=trees is None,
+            trees=trees or (),
+            instances=instances,
+        )
+        if trees is None:  # every record rewritten: the change markers they cover are done
+            incremental.clear_covered_markers(session, ctx.env_id)
+        timings["export"] = time.perf_counter() - exported
+        timings["total"] = time.perf_counter() - started
+        report.update(
+            instances=sum(len(d) for d in instances.values()),
+            resources=result.resource_count,
+            sets=len(result.sets),
+            sets_replaced=len(info.sets_replaced),
+            sets_deleted=info.sets_deleted,
+            timings=timings,
+        )
+        self.queue.finish(
+            batch, status="success", report=report, desired_state_version=info.number, session=session
+        )
+
+    def _after_export(self, ctx: EnvironmentContext, number: int) -> None:
+        if number % GC_EVERY == 0:
             self.store.collect_garbage(ctx.env_id, keep=ctx.settings.desired_state_retention)
 
     def compute_full(self, ctx: EnvironmentContext) -> ExportRequest:
@@ -137,16 +268,29 @@ class CompileRunner:
         return self._export_request(result, full=True, roots=(), compile_id="")
 
     def _export_request(
-        self, result: RefineResult, *, full: bool, roots: Iterable[str], compile_id: str
+        self,
+        result: RefineResult,
+        *,
+        full: bool,
+        roots: Iterable[str],
+        compile_id: str,
+        fingerprint: str | None = None,
     ) -> ExportRequest:
         # a tree that produces nothing has no set: a full export leaves it out, a partial one deletes it
         sets = {name: [_record(r) for r in resources] for name, resources in result.sets.items() if resources}
         shared = [_record(r) for r in result.shared]
         if full:
-            return ExportRequest(kind="full", sets=sets, shared=shared, compile_id=compile_id)
+            return ExportRequest(
+                kind="full", sets=sets, shared=shared, compile_id=compile_id, model_fingerprint=fingerprint
+            )
         deleted = sorted(root for root in set(roots) if root not in sets)
         return ExportRequest(
-            kind="partial", sets=sets, shared=shared, deleted_sets=deleted, compile_id=compile_id
+            kind="partial",
+            sets=sets,
+            shared=shared,
+            deleted_sets=deleted,
+            compile_id=compile_id,
+            model_fingerprint=fingerprint,
         )
 
     def _load_exporting(self, ctx: EnvironmentContext) -> dict[str, list[InstanceDict]]:
@@ -158,14 +302,48 @@ class CompileRunner:
                 exporting = {s.name: s.purge_resources for s in lifecycle.states if s.export_resources}
                 rows = _rows_in_states(session, ctx.env_id, binding.name, list(exporting))
                 out[binding.name] = [
-                    _instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
+                    instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
                 ]
         return out
 
     def _select(
-        self, ctx: EnvironmentContext, batch: Batch
+        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any] | None = None
     ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
-        """The selector's trees for the batch's requests, with active attributes (exporting states only)."""
+        """The selector's trees for the batch's requests, with active attributes (exporting states only).
+
+        The selector is the union of what the batch's requests name (``params["selector"]``,
+        the environment's setting for a request that names none): merged requests each get at
+        least what they asked for. ``report["selection"]`` says which, and why each instance
+        was compiled (``lsm.selection.diagnostics``).
+        """
+        requested, spec = self._batch_request(ctx, batch)
+        return self._selection(ctx, requested, spec, report)
+
+    def explain(
+        self,
+        ctx: EnvironmentContext,
+        *,
+        instance_ids: Iterable[str] = (),
+        service_entities: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        selector: Any = None,
+    ) -> dict[str, Any]:
+        """What a partial compile of these ids would select and why, without compiling (dry run)."""
+        report: dict[str, Any] = {}
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog)
+            requested = _expand(view, list(instance_ids), list(service_entities), set(exclude))
+        spec = ctx.settings.selector if selector is None else selector
+        instances, roots = self._selection(ctx, requested, spec, report)
+        return {
+            **report["selection"],
+            "selected": {name: [d["id"] for d in dicts] for name, dicts in instances.items()},
+            "roots": roots,
+        }
+
+    def _selection(
+        self, ctx: EnvironmentContext, requested: list[str], spec: Any, report: dict[str, Any] | None
+    ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
         purge: dict[str, bool] = {}
 
         def exporting(record: InstanceRecord) -> AttributeSetName | None:
@@ -175,142 +353,71 @@ class CompileRunner:
 
         with self.db.read() as session:
             view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=exporting)
-            requested = self._requested(view, batch)
-            selector = self._selector(ctx, view)
-            selected = run_selector(selector, requested)
-            roots = selector.roots()
-            records = view.get_many(i for ids in selected.values() for i in ids)
+            selector = self._selector(ctx, view, spec)
+            selection = run_selection(selector, requested)
+            roots = selection.roots
+            records = view.get_many(selection.ids)
+            if report is not None:
+                report["selection"] = explain_selection(view, selection, spec)
         instances = {
             name: [
-                _instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
+                instance_dict(records[i], records[i].active_attributes, purge=purge.get(i, False))
                 for i in ids
             ]
-            for name, ids in selected.items()
+            for name, ids in selection.instances.items()
         }
         return instances, roots
 
+    def _batch_request(self, ctx: EnvironmentContext, batch: Batch) -> tuple[list[str], Any]:
+        """The requested ids of the batch, and the selector spec of its requests (a union if they differ)."""
+        with self.db.read() as session:
+            view = InventoryView(session, ctx.env_id, ctx.catalog)
+            requested = self._requested(view, batch)
+        specs: list[Any] = []
+        for row in batch.rows:
+            spec = row.params.get("selector")
+            spec = ctx.settings.selector if spec is None else spec
+            for part in spec if isinstance(spec, list) else [spec]:
+                if part not in specs:
+                    specs.append(part)
+        return requested, specs[0] if len(specs) == 1 else specs
+
     def _requested(self, view: InventoryView, batch: Batch) -> list[str]:
-        ids = batch.requested_ids()
-        for entity in batch.service_entities():
-            ids.extend(record.id for record in view.instances_of(entity))
-        exclude = batch.exclude()
-        return [i for i in dict.fromkeys(ids) if i not in exclude]
+        return _expand(view, batch.requested_ids(), batch.service_entities(), batch.exclude())
 
-    def _selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
-        return build_selector(ctx.settings.selector, view, ctx.catalog, model=ctx.model)
+    def selector(self, ctx: EnvironmentContext, view: InventoryView) -> BaseSelector:
+        """The environment's selector over ``view`` (exporting and validation compiles alike)."""
+        return self._selector(ctx, view)
 
-    # -- validation compiles ---------------------------------------------------------------------
-    def _validation(
-        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any], timings: dict[str, float]
-    ) -> None:
-        started = time.perf_counter()
-        leader = batch.leader
-        instance_id = str(leader.instance_id)
-        expected = int(leader.report.get("instance_version", 0))
-        with self.db.read() as session:
-            row = session.get(InstanceRow, instance_id)
-        if row is None or row.version != expected or row.deleted:
-            report["stale"] = True  # the instance moved on; a newer request validates it
-            self.queue.finish(batch, status="success", report={**report, "timings": timings})
-            return
-        # The outcome is applied BEFORE the request is finished: after a crash in between, the
-        # request is resumed, finds the instance moved on and ends as stale; the other order
-        # could leave the instance waiting for a validation that is marked done.
-        outcome: dict[str, Any] = {
-            "trigger": leader.report.get("trigger", "auto"),
-            "target": leader.report.get("target"),
-        }
-        try:
-            instances = self._validation_instances(ctx, row)
-            report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
-            timings["select"] = time.perf_counter() - started
-            result = validate(ctx.model, instances)
-            timings.update({f"refine_{k}": v for k, v in result.timings.items()})
-            report["resources"] = result.resource_count
-            self._outcome(
-                ctx,
-                leader.id,
-                row,
-                success=True,
-                message="validation succeeded",
-                allocations=result.allocations.get(instance_id, {}),
-                **outcome,
-            )
-        except LsmError as exc:  # the model, the selector, or the allocated values were refused
-            report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
-            self._outcome(
-                ctx, leader.id, row, success=False, message=f"validation failed: {exc.message}", **outcome
-            )
-            self.queue.finish(batch, status="failed", report={**report, "timings": timings})
-            return
-        self.queue.finish(batch, status="success", report={**report, "timings": timings})
+    def _selector(self, ctx: EnvironmentContext, view: InventoryView, spec: Any = None) -> BaseSelector:
+        """The selector ``spec`` names (the environment's setting by default), built for this view."""
+        return build_spec(ctx.settings.selector if spec is None else spec, view, ctx.catalog, model=ctx.model)
 
-    def _outcome(
-        self,
-        ctx: EnvironmentContext,
-        compile_id: str,
-        row: InstanceRow,
-        *,
-        success: bool,
-        message: str,
-        allocations: Mapping[str, Any] | None = None,
-        trigger: str = "auto",
-        target: str | None = None,
-    ) -> None:
-        outcome = ValidationOutcome(
-            instance_id=row.id,
-            expected_version=row.version,
-            compile_id=compile_id,
-            success=success,
-            message=message,
-            trigger="api_set_state" if trigger == "api_set_state" else "auto",
-            target=target,
-            allocations=dict(allocations or {}),
-        )
-        self.orchestrator.execute(ctx, outcome)
 
-    def _validation_instances(
-        self, ctx: EnvironmentContext, validated: InstanceRow
-    ) -> dict[str, list[InstanceDict]]:
-        """``validate_self`` for the validated instance, ``validate_others`` for the rest."""
-
-        def choose(record: InstanceRecord | InstanceRow) -> AttributeSetName | None:
-            state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
-            return state.validate_self if record.id == validated.id else state.validate_others
-
-        if ctx.settings.partial_compiles:
-            with self.db.read() as session:
-                view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=choose)
-                selected = run_selector(self._selector(ctx, view), [validated.id])
-                records = view.get_many(i for ids in selected.values() for i in ids)
-            return {
-                name: [
-                    _instance_dict(records[i], records[i].attribute_set(choose(records[i]) or "active"))
-                    for i in ids
-                ]
-                for name, ids in selected.items()
-            }
-        out: dict[str, list[InstanceDict]] = {}
-        with self.db.read() as session:
-            for binding in ctx.catalog:
-                query = select(InstanceRow).where(
-                    InstanceRow.env_id == ctx.env_id,
-                    InstanceRow.entity == binding.name,
-                    col(InstanceRow.deleted).is_(False),
-                )
-                dicts = []
-                for row in session.exec(query):
-                    name = choose(row)
-                    if name is not None:
-                        dicts.append(_instance_dict(row, getattr(row, f"{name}_attributes")))
-                out[binding.name] = dicts
-        return out
+def _expand(view: InventoryView, ids: list[str], entities: list[str], exclude: set[str]) -> list[str]:
+    """Requested ids plus every live instance of the requested entities, minus ``exclude``."""
+    ids = list(ids)
+    for entity in entities:
+        ids.extend(record.id for record in view.instances_of(entity))
+    return [i for i in dict.fromkeys(ids) if i not in exclude]
 
 
 def record_instance_resources(
-    session: Session, env_id: str, result: RefineResult, *, version: int, full: bool, trees: Iterable[str]
+    session: Session,
+    env_id: str,
+    result: RefineResult,
+    *,
+    version: int,
+    full: bool,
+    trees: Iterable[str],
+    instances: Mapping[str, Sequence[InstanceDict]] | None = None,
 ) -> None:
-    """Replace the per-instance resource index of the compiled trees (all of them for a full compile)."""
+    """Replace the per-instance resource index of the compiled trees (all of them for a full compile).
+
+    With ``instances`` (the dicts the compile refined) each row also records the instance's
+    version and state at this compile: what an incremental full compile compares with.
+    """
+    compiled = {d["id"]: d for dicts in (instances or {}).values() for d in dicts}
     stale = delete(InstanceResourcesRow).where(col(InstanceResourcesRow.env_id) == env_id)
     if not full:
         names = sorted({*trees, *result.tree_of.values()})
@@ -325,11 +432,18 @@ def record_instance_resources(
             "set_name": root,
             "desired_state_version": version,
             "resource_ids": [r.id for r in result.owned.get(instance_id, [])],
+            "instance_version": compiled[instance_id]["version"] if instance_id in compiled else None,
+            "instance_state": compiled[instance_id]["state"] if instance_id in compiled else None,
         }
         for instance_id, root in result.tree_of.items()
     ]
     for start in range(0, len(rows), 5000):
         session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
+
+
+def _complete_requested(batch: Batch) -> bool:
+    """Whether any request of the batch asked for a complete full compile (``incremental: false``)."""
+    return any(row.params.get("incremental") is False for row in batch.rows)
 
 
 def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[Row[Any]]:
@@ -352,23 +466,6 @@ def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str
         col(InstanceRow.deleted).is_(False),
     )
     return list(session.connection().execute(query))
-
-
-def _instance_dict(
-    row: InstanceRow | InstanceRecord | Row[Any], attributes: Any, *, purge: bool = False
-) -> InstanceDict:
-    """The instance dict ``lsm.all`` returns (SEMANTICS.md section 3), with the set this compile uses."""
-    return {
-        "id": row.id,
-        "entity": row.entity,
-        "version": row.version,
-        "state": row.state,
-        "attributes": attributes,
-        "candidate_attributes": row.candidate_attributes,
-        "active_attributes": row.active_attributes,
-        "rollback_attributes": row.rollback_attributes,
-        "purge_resources": purge,
-    }
 
 
 def _record(resource: Any) -> ResourceRecord:

@@ -3,7 +3,7 @@
 The compiler hands each compile's resources to ``DesiredStateStore.export`` as an
 ``ExportRequest`` (named sets, one per ownership tree, plus the shared set); the API and the
 deploy engine read versions back. See ``store`` for the storage design and ``merge`` for the
-rules of SEMANTICS.md section 4.
+rules of docs/semantics.md §4.
 """
 
 from lsm.desired_state.records import (

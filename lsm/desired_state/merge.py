@@ -1,4 +1,4 @@
-"""The export rules (SEMANTICS.md section 4) and the plan of what an export writes.
+"""The export rules (docs/semantics.md §4) and the plan of what an export writes.
 
 Why pure: every rule must be checked before anything is written, and the checks must cost what
 the export carries, not what the environment holds. So this module never queries: the store
@@ -68,6 +68,15 @@ class StoredResource:
     set_name: str
     attributes_json: str
     requires_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class SharedEdge:
+    """A current shared resource requiring a resource of a set an export touches."""
+
+    requirer_id: str
+    required_id: str
+    required_set: str
 
 
 @dataclass(slots=True)
@@ -154,20 +163,35 @@ class ExportCheck:
     # -- outcomes -----------------------------------------------------------------------------
     def no_base(self, env_id: str) -> None:
         """The environment has no version yet: only a full export may create the first one."""
-        if self.kind == "partial":
+        if self.kind == "partial" or self.request.incremental:
             self._add(
                 7, f"the first desired-state version of environment {env_id} must come from a full export"
             )
         self._raise()
 
     def plan_partial(
-        self, revisions: Mapping[str, StoredRevision], stored: Mapping[str, StoredResource]
+        self,
+        revisions: Mapping[str, StoredRevision],
+        stored: Mapping[str, StoredResource],
+        shared_edges: Iterable[SharedEdge] = (),
     ) -> ExportPlan:
         """Check the rules against the current rows of ``set_names`` and ``resource_ids``.
 
         ``revisions`` maps a name to its current revision (absent = no such set); ``stored`` maps
-        a resource id to its current row (absent = not in the latest version).
+        a resource id to its current row (absent = not in the latest version); ``shared_edges``
+        are the stored shared resources' requires into the sets of ``set_names`` (a partial
+        export keeps every stored shared resource, so none of them may be left requiring a
+        resource this export removes: rule 6).
         """
+        for edge in shared_edges:
+            if edge.required_id not in self.placement:
+                self._add(
+                    6,
+                    f"stored shared resource {edge.requirer_id} requires {edge.required_id}, which this "
+                    f"export removes from resource set {display(edge.required_set)}",
+                    resources=(edge.requirer_id, edge.required_id),
+                    sets=(display(edge.required_set), SHARED_NAME),
+                )
         touched = self.set_names
         for rid, new in self.placement.items():
             row = stored.get(rid)
@@ -229,6 +253,74 @@ class ExportCheck:
         plan.new_shared = list(exported.values())
         plan.removed_count += len(plan.close_shared)
         return plan
+
+    def plan_incremental(
+        self,
+        revisions: Mapping[str, StoredRevision],
+        stored: Mapping[str, StoredResource],
+        kept_shared: Mapping[str, Iterable[str]],
+    ) -> ExportPlan:
+        """An incremental full export (``ExportRequest.incremental``), checked like a partial one.
+
+        ``stored`` maps each of ``resource_ids``, ``retired_ids`` and the ids ``kept_shared``
+        requires to its current row; ``kept_shared`` maps each stored shared resource that the
+        export neither carries nor retires to its ``requires``. Sets follow the partial rules;
+        the shared set is replaced where the export names it: a stored shared resource that the
+        export carries with other content is replaced (rule 4 guards partial exports only), a
+        retired one is removed (and may move into a replaced set), and the others stay, since
+        unchanged trees still produce them, so their ``requires`` must still resolve (rule 6).
+        """
+        touched = self.set_names
+        retired = self.retired_ids
+        for rid, new in self.placement.items():
+            row = stored.get(rid)
+            if row is None or row.set_name == new:
+                continue
+            old = row.set_name
+            if rid not in retired and (old == SHARED or old not in touched):
+                self._multiple_sets(rid, old, new)
+        for required, requirers in self.unresolved.items():
+            row = stored.get(required)
+            gone = row is None or required in retired or (row.set_name != SHARED and row.set_name in touched)
+            for rid, in_set in requirers:
+                if gone:
+                    self._missing(rid, in_set, required)
+                elif row is not None and row.set_name != SHARED and in_set != SHARED:
+                    self._cross_set(rid, in_set, required, row.set_name)
+        for rid, requires in kept_shared.items():
+            for required in requires:
+                row = stored.get(required)
+                if required not in self.placement and (
+                    row is None or required in retired or (row.set_name != SHARED and row.set_name in touched)
+                ):
+                    self._add(
+                        6,
+                        f"shared resource {rid}, kept from the previous version, requires {required}, "
+                        "which this export removes",
+                        resources=(rid, required),
+                        sets=(SHARED_NAME,),
+                    )
+        self._raise()
+
+        plan = ExportPlan()
+        self._plan_sets(plan, revisions, self.removed)
+        for res in self.shared:
+            row = stored.get(res.id)
+            if row is not None and row.set_name == SHARED:
+                if not _differs(row, res):
+                    continue
+                plan.close_shared.append(res.id)
+            plan.new_shared.append(res)
+        plan.close_shared.extend(
+            rid for rid in sorted(retired) if (row := stored.get(rid)) is not None and row.set_name == SHARED
+        )
+        plan.removed_count += len(plan.close_shared)
+        return plan
+
+    @property
+    def retired_ids(self) -> set[str]:
+        """The shared ids an incremental export removes (an id it also exports is not retired)."""
+        return set(self.request.retired_shared) - {res.id for res in self.shared}
 
     # -- internals ------------------------------------------------------------------------------
     def _plan_sets(
@@ -298,7 +390,7 @@ class ExportCheck:
         )
 
     def _missing(self, rid: str, in_set: str, required: str) -> None:
-        if self.kind == "full":
+        if self.kind == "full" and not self.request.incremental:
             where = "not in the export"
         elif in_set == SHARED:
             where = "neither in the export nor kept from the previous version"
@@ -344,4 +436,12 @@ def _differs(row: StoredResource, res: EncodedResource) -> bool:
     return row.attributes_json != res.attributes_json or row.requires_json != res.requires_json
 
 
-__all__ = ["SHARED", "ExportCheck", "ExportPlan", "StoredResource", "StoredRevision", "display"]
+__all__ = [
+    "SHARED",
+    "ExportCheck",
+    "ExportPlan",
+    "SharedEdge",
+    "StoredResource",
+    "StoredRevision",
+    "display",
+]

@@ -70,6 +70,17 @@ class ExportRequest:
       and ``shared`` resources are added to the stored shared set (never changed or removed).
 
     ``soft_delete`` drops, silently, the deletion of a set that the same export still fills.
+
+    ``incremental`` (full only): the export of a full compile that refined only the trees that
+    changed (``lsm.compiler.incremental``). Its sets behave as in a partial export (each one
+    replaces that set, ``deleted_sets`` go, the sets it does not name stay: the compiler vouches
+    that they are what refining everything would give); its shared set as in a full one:
+    ``shared`` resources are added or replace the stored ones, and ``retired_shared`` ids (the
+    shared resources no tree produces any more) are removed. The version is a full one.
+
+    ``model_fingerprint``: what the sets were refined with. A full export stores it; a partial
+    export keeps the base version's only when it is the same (a version refined with two models
+    has none), so that a later full compile knows whether it may skip anything.
     """
 
     kind: ExportKind
@@ -78,10 +89,17 @@ class ExportRequest:
     deleted_sets: list[str] = field(default_factory=list)
     soft_delete: bool = False
     compile_id: str | None = None
+    incremental: bool = False
+    retired_shared: list[str] = field(default_factory=list)
+    model_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("full", "partial"):
             raise InvalidInput(f"export kind must be 'full' or 'partial', not {self.kind!r}", kind=self.kind)
+        if (self.incremental or self.retired_shared) and self.kind != "full":
+            raise InvalidInput("only a full export can be incremental or retire shared resources")
+        if self.retired_shared and not self.incremental:
+            raise InvalidInput("a complete full export replaces the shared set: it retires nothing by name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +118,11 @@ class VersionInfo:
     sets_replaced: list[str]
     sets_deleted: list[str]
     resource_count: int
+    #: what the version's sets were refined with (``None``: unknown, or refined with two models)
+    model_fingerprint: str | None = None
+    #: how many named sets the version holds (``None``: unknown, before the first full export
+    #: after an upgrade)
+    set_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Select,
     Table,
     and_,
+    delete,
     insert,
     literal_column,
     or_,
@@ -29,10 +30,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from lsm.desired_state.merge import SHARED, ExportPlan, StoredResource, StoredRevision
+from lsm.desired_state.merge import SHARED, ExportPlan, SharedEdge, StoredResource, StoredRevision
 from lsm.desired_state.records import ExportKind, VersionInfo
 from lsm.errors import LsmError, UnknownEnvironment
-from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision
+from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_shared_require
 from lsm.inventory.tables import EnvironmentRow
 
 #: From this many rows on, PostgreSQL receives an insert through COPY.
@@ -181,6 +182,32 @@ def current_rows(conn: Connection, env_id: str, ids: Iterable[str]) -> dict[str,
     return found
 
 
+def shared_edges_into(conn: Connection, env_id: str, names: Iterable[str]) -> list[SharedEdge]:
+    """Edges from current shared resources into the current rows of the sets ``names``.
+
+    The rows of those sets come through ``ix_ds_resource_set``, their requirers through the
+    primary key of ``ds_shared_require`` (keyed by the required id): the cost is the size of
+    the touched sets, whatever the size of the shared set or of the environment.
+    """
+    r, q = ds_resource.c, ds_shared_require.c
+    found: list[SharedEdge] = []
+    for chunk in chunks(sorted(names)):
+        query = (
+            select(q.requirer_id, q.required_id, r.set_name)
+            .select_from(ds_resource.join(ds_shared_require, q.required_id == r.resource_id))
+            .where(
+                r.set_name.in_(chunk),
+                r.env_id == env_id,
+                r.superseded_in.is_(None),
+                q.env_id == env_id,
+            )
+        )
+        found.extend(
+            SharedEdge(row.requirer_id, row.required_id, row.set_name) for row in conn.execute(query)
+        )
+    return found
+
+
 def current_shared(conn: Connection, env_id: str) -> list[StoredResource]:
     """Every current shared row (a full export replaces the shared set wholly)."""
     query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
@@ -221,6 +248,11 @@ def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> 
             .values(superseded_in=number)
         ).rowcount
     for chunk in chunks(plan.close_shared):
+        conn.execute(
+            delete(ds_shared_require).where(
+                ds_shared_require.c.requirer_id.in_(chunk), ds_shared_require.c.env_id == env_id
+            )
+        )
         closed += conn.execute(
             update(ds_resource)
             .where(
@@ -263,6 +295,14 @@ def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> 
         ("env_id", "resource_id", "set_name", "first_version", "attributes", "requires"),
         rows,
     )
+    bulk_insert(
+        conn,
+        ds_shared_require,
+        ("env_id", "required_id", "requirer_id"),
+        sorted(
+            {(env_id, required, res.record.id) for res in plan.new_shared for required in res.record.requires}
+        ),
+    )
 
 
 def version_info(row: Any) -> VersionInfo:
@@ -279,4 +319,6 @@ def version_info(row: Any) -> VersionInfo:
         sets_replaced=list(row["sets_replaced"]),
         sets_deleted=list(row["sets_deleted"]),
         resource_count=row["resource_count"],
+        model_fingerprint=row.get("model_fingerprint"),
+        set_count=row.get("set_count"),
     )

@@ -25,6 +25,7 @@ garbage (the caller passes the retention it wants).
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, delete, insert, select, update
@@ -72,25 +73,51 @@ class DesiredStateStore:
 
     def _export(self, session: Session, env_id: str, check: ExportCheck) -> VersionInfo:
         conn = session.connection()
-        latest = sql.lock_head(session, env_id, create=check.kind == "full")
+        request = check.request
+        complete = check.kind == "full" and not request.incremental
+        latest = sql.lock_head(session, env_id, create=complete)
         if latest is None:
             check.no_base(env_id)
         plan: ExportPlan
-        if check.kind == "full":
+        if complete:
             revisions = sql.current_revisions(conn, env_id, None)
             plan = check.plan_full(revisions, sql.current_shared(conn, env_id))
+        elif request.incremental:  # keyed like a partial export, plus the (small) shared set
+            revisions = sql.current_revisions(conn, env_id, check.set_names)
+            exported = {res.id for res in check.shared} | check.retired_ids
+            kept_shared = {
+                row.resource_id: json.loads(row.requires_json)
+                for row in sql.current_shared(conn, env_id)
+                if row.resource_id not in exported
+            }
+            needed = {required for requires in kept_shared.values() for required in requires}
+            rows = sql.current_rows(conn, env_id, check.resource_ids | check.retired_ids | needed)
+            plan = check.plan_incremental(revisions, rows, kept_shared)
         else:
             revisions = sql.current_revisions(conn, env_id, check.set_names)
-            plan = check.plan_partial(revisions, sql.current_rows(conn, env_id, check.resource_ids))
+            plan = check.plan_partial(
+                revisions,
+                sql.current_rows(conn, env_id, check.resource_ids),
+                sql.shared_edges_into(conn, env_id, check.set_names),
+            )
 
         number = (latest or 0) + 1
         previous_count = 0
+        fingerprint = request.model_fingerprint
+        # a complete full export read every current revision: it knows the count outright
+        set_count: int | None = len(revisions) if complete else 0
         if latest is not None:
-            previous_count = conn.execute(
-                select(ds_version.c.resource_count).where(
-                    ds_version.c.env_id == env_id, ds_version.c.number == latest
-                )
-            ).scalar_one()
+            previous_count, base_fingerprint, base_sets = conn.execute(
+                select(
+                    ds_version.c.resource_count, ds_version.c.model_fingerprint, ds_version.c.set_count
+                ).where(ds_version.c.env_id == env_id, ds_version.c.number == latest)
+            ).one()
+            if not complete and base_fingerprint != fingerprint:
+                fingerprint = None  # some sets were refined with another model: unknown
+            if not complete:
+                set_count = base_sets
+        if set_count is not None:
+            set_count += sum(name not in revisions for name in plan.new_sets) - len(plan.sets_deleted)
         sql.write_plan(conn, env_id, number, plan)
         info = VersionInfo(
             number=number,
@@ -101,6 +128,8 @@ class DesiredStateStore:
             sets_replaced=plan.sets_replaced,
             sets_deleted=plan.sets_deleted,
             resource_count=previous_count - plan.removed_count + plan.added_count,
+            model_fingerprint=fingerprint,
+            set_count=set_count,
         )
         conn.execute(
             insert(ds_version).values(
@@ -113,6 +142,8 @@ class DesiredStateStore:
                 sets_replaced=info.sets_replaced,
                 sets_deleted=info.sets_deleted,
                 resource_count=info.resource_count,
+                model_fingerprint=info.model_fingerprint,
+                set_count=info.set_count,
             )
         )
         conn.execute(update(ds_head).where(ds_head.c.env_id == env_id).values(latest=number))
@@ -128,6 +159,22 @@ class DesiredStateStore:
                 .scalar_one_or_none()
             )
         return latest or None
+
+    def latest_fingerprint(self, env_id: str) -> tuple[int, str | None] | None:
+        """The newest version number of ``env_id`` and its model fingerprint; None before the first.
+
+        Only these two columns: a version header of a large full export carries every set name.
+        """
+        query = (
+            select(ds_version.c.number, ds_version.c.model_fingerprint)
+            .join(
+                ds_head, (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number)
+            )
+            .where(ds_version.c.env_id == env_id)
+        )
+        with self._db.read() as session:
+            row = session.connection().execute(query).one_or_none()
+        return None if row is None else (row.number, row.model_fingerprint)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
         """Version headers, newest first."""

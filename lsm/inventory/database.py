@@ -108,17 +108,15 @@ class Database:
                 yield session
 
     def create_schema(self) -> None:
-        """Create every registered table (idempotent), then record the schema version."""
-        # Importing the table modules registers them on the metadata.
+        """Create or migrate the schema to this release's newest revision (``lsm.inventory.schema``)."""
         from lsm.inventory import schema
 
         with self._schema_lock:
             if self.schema and not self.is_sqlite:
                 with self.write_engine.begin() as conn:
                     conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            SQLModel.metadata.create_all(self.write_engine)
-            with self.write() as session:
-                schema.record_schema_version(session)
+            with self.write_engine.begin() as conn:
+                schema.upgrade_schema(conn)
 
     def dispose(self) -> None:
         self.write_engine.dispose()
@@ -132,6 +130,8 @@ class Database:
                 conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
         else:
             SQLModel.metadata.drop_all(self.write_engine)
+            with self.write_engine.begin() as conn:
+                conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
 
 
 def _configure_sqlite(engine: Engine, *, begin: str) -> None:

@@ -72,6 +72,7 @@ ds_head = Table(
 )
 
 #: One row per version: its header. ``sets_replaced`` / ``sets_deleted`` are JSON lists of names.
+#: ``model_fingerprint``: a full export sets it; a partial one keeps it only when it names the same.
 ds_version = Table(
     "ds_version",
     metadata,
@@ -84,6 +85,10 @@ ds_version = Table(
     Column("sets_replaced", JsonType, nullable=False),
     Column("sets_deleted", JsonType, nullable=False),
     Column("resource_count", Integer, nullable=False),
+    # what the version's sets were refined with (``lsm.compiler.incremental``); NULL: unknown or mixed
+    Column("model_fingerprint", String(64), nullable=True),
+    # how many named sets the version holds (a running count, like resource_count); NULL: unknown
+    Column("set_count", Integer, nullable=True),
 )
 
 #: One row per revision of a named set (the shared set has none: it is versioned per resource).
@@ -146,4 +151,24 @@ ds_resource = Table(
     ),
 )
 
-__all__ = ["READ_GUARD_SQL", "ds_head", "ds_resource", "ds_set_revision", "ds_version"]
+#: The reverse-requires index of the current shared resources: one row per edge
+#: ``requirer_id -> required_id`` of a current shared resource (the only resources that may
+#: require a resource of a named set). Why: a partial export that deletes or replaces a set
+#: must refuse to leave a stored shared resource requiring what the set no longer holds
+#: (docs/semantics.md §4, rule 6), and finding those requirers must cost what the export
+#: touches, never the size of the shared set. It holds the latest version only (exports are
+#: serialized by ``ds_head``): written with the shared rows, dropped when a full export closes
+#: them; history needs no reverse index.
+ds_shared_require = Table(
+    "ds_shared_require",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("required_id", String, nullable=False),
+    Column("requirer_id", String, nullable=False),
+    # "which current shared resources require these ids" (the partial export check)
+    PrimaryKeyConstraint("required_id", "env_id", "requirer_id", name="pk_ds_shared_require"),
+    # "the edges of these requirers" (a full export closing shared resources)
+    Index("ix_ds_shared_require_requirer", "requirer_id", "env_id"),
+)
+
+__all__ = ["READ_GUARD_SQL", "ds_head", "ds_resource", "ds_set_revision", "ds_shared_require", "ds_version"]

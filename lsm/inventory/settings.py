@@ -10,7 +10,39 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from lsm.errors import InvalidSetting
+from lsm.errors import InvalidInput, InvalidSetting
+
+#: A selector name, a name with parameters, or a union of those (``lsm.selection.specs``).
+SelectorSpec = str | dict[str, Any] | list[str | dict[str, Any]]
+
+
+def selector_parts(spec: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, params)`` of every selector a spec names; ``InvalidInput`` for a malformed one.
+
+    Only the shape is checked here (the inventory knows no selectors): a non-empty name, a
+    ``{"name", "params"}`` object with a parameter object, or a non-empty list of those.
+    """
+    items = spec if isinstance(spec, list) else [spec]
+    if not items:
+        raise InvalidInput("a selector union needs at least one selector", selector=spec)
+    parts: list[tuple[str, dict[str, Any]]] = []
+    for item in items:
+        if isinstance(item, str) and item.strip():
+            parts.append((item.strip(), {}))
+        elif (
+            isinstance(item, dict)
+            and set(item) <= {"name", "params"}
+            and isinstance(item.get("name"), str)
+            and item["name"].strip()
+            and isinstance(item.get("params", {}), dict)
+        ):
+            parts.append((item["name"].strip(), dict(item.get("params", {}))))
+        else:
+            raise InvalidInput(
+                f"not a selector: {item!r} (a name, {{'name': ..., 'params': {{...}}}}, or a list of those)",
+                selector=item,
+            )
+    return parts
 
 
 class EnvironmentSettings(BaseModel):
@@ -23,12 +55,33 @@ class EnvironmentSettings(BaseModel):
     recompile_backoff: float = Field(
         0.0, ge=0, description="Seconds to wait for more requests before a compile."
     )
-    selector: str = Field("owner_tree", description="Entry-point name of the selector for partial compiles.")
+    selector: SelectorSpec = Field(
+        "owner_tree",
+        description="The selector of partial compiles: a name, {name, params}, or a list of those (union).",
+    )
     auto_full_compile: str = Field(
         "", description="Cron expression (UTC) for periodic full compiles; empty = off."
     )
     desired_state_retention: int = Field(100, ge=1, description="Desired-state versions kept.")
     deploy_repair_interval: float = Field(600.0, ge=0, description="Seconds between repair deploys.")
+    compile_timeout: float = Field(
+        300.0, gt=0, le=86_400, description="Seconds a compile may run before it is stopped and failed."
+    )
+    validation_batch: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="Validation compiles of different trees run together, up to this many.",
+    )
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: SelectorSpec) -> SelectorSpec:
+        try:
+            selector_parts(value)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+        return value
 
     @field_validator("auto_full_compile")
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Column, Index, text
 from sqlmodel import Field, SQLModel
 
+from lsm.inventory import instance_changes
 from lsm.inventory.database import JsonType
 
 
@@ -25,15 +26,6 @@ def utcnow() -> datetime:
 
 def new_id() -> str:
     return str(uuid.uuid4())
-
-
-class SchemaVersion(SQLModel, table=True):
-    """One row: the schema version this database was created or migrated to."""
-
-    __tablename__ = "lsm_schema_version"
-    id: int = Field(default=1, primary_key=True)
-    version: int
-    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class EnvironmentRow(SQLModel, table=True):
@@ -131,17 +123,39 @@ class EventRow(SQLModel, table=True):
     compile_id: str | None = Field(default=None, max_length=36)
     is_error: bool = False
     created_at: datetime = Field(default_factory=utcnow)
+    #: who asked for the change (a token's actor; ``system`` for the engine's own steps)
+    actor: str | None = Field(default=None, max_length=200)
+    #: the API request that caused it (``X-Request-ID``), to join event lines to an audit trail
+    request_id: str | None = Field(default=None, max_length=100)
 
 
 class CompileRow(SQLModel, table=True):
     """A compile request and, once run, its report. Committed with the change that caused it.
 
-    ``status`` is queued / running / success / failed. ``merged_into`` points to the compile
-    that actually ran this request when it was batched with others.
+    ``status`` is a ``CompileStatus``, ``kind`` a ``CompileKind``. ``merged_into`` points to the
+    compile that actually ran this request when it was batched with others. ``params`` holds
+    what the request needs to run (a validation's expected instance version, trigger and
+    target); ``report`` only what the run found.
+
+    Leases: a worker that claims a request writes ``lease_owner`` and ``lease_expires`` and
+    renews the expiry while it runs (heartbeat). A ``running`` request whose lease expired
+    belongs to a worker that died: the next claim takes it over and counts ``attempts``, so a
+    request that kills every worker that runs it is failed instead of retried for ever.
     """
 
     __tablename__ = "lsm_compile"
-    __table_args__ = (Index("ix_lsm_compile_queue", "env_id", "status", "created_at"),)
+    __table_args__ = (
+        Index("ix_lsm_compile_queue", "env_id", "status", "created_at"),
+        # which environments have work, and expired leases: never a scan of the history
+        Index(
+            "ix_lsm_compile_active",
+            "status",
+            "env_id",
+            "kind",
+            sqlite_where=text("status IN ('queued', 'running')"),
+            postgresql_where=text("status IN ('queued', 'running')"),
+        ),
+    )
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     env_id: str = Field(max_length=36)
     kind: str = Field(max_length=20)
@@ -153,10 +167,16 @@ class CompileRow(SQLModel, table=True):
     reason: str = ""
     merged_into: str | None = Field(default=None, max_length=36)
     desired_state_version: int | None = None
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
     report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires: datetime | None = None
+    attempts: int = 0
+    actor: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(default=None, max_length=100)
 
 
 class InstanceResourcesRow(SQLModel, table=True):
@@ -164,6 +184,11 @@ class InstanceResourcesRow(SQLModel, table=True):
 
     Written by the compiler in the same transaction as the export, replaced per ownership tree
     (``set_name``) so that a partial compile touches only the trees it compiled.
+
+    ``instance_version`` / ``instance_state`` are the instance's ``version`` and ``state`` when
+    it was compiled: an incremental full compile refines only the trees of instances whose live
+    row differs (``lsm.compiler.incremental``). ``None`` (rows written before 0003) means
+    "unknown": such an instance counts as changed.
     """
 
     __tablename__ = "lsm_instance_resources"
@@ -173,3 +198,72 @@ class InstanceResourcesRow(SQLModel, table=True):
     set_name: str = Field(max_length=36)
     desired_state_version: int
     resource_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
+    instance_version: int | None = Field(default=None)
+    instance_state: str | None = Field(default=None, max_length=200)
+
+
+class InstanceChangeRow(SQLModel, table=True):
+    """An instance that changed since a full compile last looked at it (a change marker).
+
+    Written only by the database trigger on ``lsm_instance`` (``lsm.inventory.instance_changes``),
+    removed by full compiles; ``version`` is the instance's version at its last change.
+    """
+
+    __tablename__ = "lsm_instance_change"
+    env_id: str = Field(primary_key=True, max_length=36)
+    instance_id: str = Field(primary_key=True, max_length=36)
+    version: int
+
+
+class TreeSharedRow(SQLModel, table=True):
+    """A shared resource that an ownership tree produced when it was last compiled, with its hash.
+
+    Why: an incremental full compile skips unchanged trees but must still garbage-collect the
+    shared resources that no tree produces any more, and must fail where refining everything
+    would (two trees producing one shared resource with different content). These rows answer
+    both without refining: "does any tree still produce X" and "does another tree produce X
+    with another content", each through ``ix_lsm_tree_shared_resource``. Replaced per tree
+    (``set_name``, the tree's root id) in the export's transaction, like ``InstanceResourcesRow``.
+    """
+
+    __tablename__ = "lsm_tree_shared"
+    __table_args__ = (
+        # "does any tree produce X (with a content other than h)": the key first (see
+        # lsm.inventory.desired_state_tables for why keyed indexes do not lead with env_id)
+        Index("ix_lsm_tree_shared_resource", "resource_id", "env_id", "content_hash"),
+    )
+    set_name: str = Field(primary_key=True, max_length=255)
+    env_id: str = Field(primary_key=True, max_length=36)
+    resource_id: str = Field(primary_key=True)
+    content_hash: str = Field(max_length=64)
+
+
+class LeaseRow(SQLModel, table=True):
+    """A named lease: at most one live holder at a time, taken over once it expires.
+
+    Names: ``scheduler`` (the cron), ``sqlite-worker`` (the one worker process SQLite allows),
+    and later one per deploy agent name. The holder renews ``expires_at`` (heartbeat); a holder
+    that dies stops renewing and another process takes the name over after expiry.
+    """
+
+    __tablename__ = "lsm_lease"
+    name: str = Field(primary_key=True, max_length=200)
+    owner: str = Field(max_length=200)
+    acquired_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    info: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+
+
+class ScheduleRow(SQLModel, table=True):
+    """When a periodic job of an environment last fired (``auto_full_compile``, later repair).
+
+    Stored so that a scheduler that takes over from a dead one neither repeats nor skips ticks.
+    """
+
+    __tablename__ = "lsm_schedule"
+    env_id: str = Field(primary_key=True, max_length=36)
+    job: str = Field(primary_key=True, max_length=50)
+    last_tick: datetime | None = None
+
+
+instance_changes.install(SQLModel.metadata)

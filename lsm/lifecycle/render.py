@@ -1,7 +1,7 @@
 """Showing a lifecycle to a person: rich tables for the terminal, Graphviz DOT for a picture.
 
 Pure functions from a ``LifecycleSpec`` to a renderable or a string; ``lsm lifecycle show``
-prints them. Transfers are numbered from 1 in definition order, as SEMANTICS.md numbers them,
+prints them. Transfers are numbered from 1 in definition order, as docs/semantics.md §1 numbers them,
 so that a table row, a DOT edge and the documentation can refer to each other.
 
 Example::

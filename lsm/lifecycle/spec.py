@@ -52,7 +52,7 @@ class StateSpec(_Frozen):
     description: str = ""
 
 
-# ``validate`` is the field's name in SEMANTICS.md and in every YAML file; it shadows the
+# ``validate`` is the field's name in docs/semantics.md §1 and in every YAML file; it shadows the
 # deprecated ``BaseModel.validate`` classmethod, which pydantic warns about at class creation.
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message='Field name "validate"', category=UserWarning)

@@ -37,6 +37,12 @@ class Model:
     implementations: dict[str, list[Callable[..., Any]]] = field(default_factory=dict)
     selectors: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    #: the model's source files and their (mtime, size) when it was loaded: see ``source_changed``
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: a hash of the model's source files as loaded (``source_fingerprint``); ``None`` when the
+    #: model was not loaded from files (then no full compile may skip a tree: see
+    #: ``lsm.compiler.incremental``)
+    fingerprint: str | None = None
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -51,13 +57,105 @@ _cache: dict[str, Model] = {}
 _lock = threading.Lock()
 
 
-def load_model(spec: str | Path) -> Model:
-    """Load (once per process) the model named by a file path, a directory or a module path."""
+def load_model(spec: str | Path, *, reload: bool = False) -> Model:
+    """Load (once per process) the model named by a file path, a directory or a module path.
+
+    ``reload``: import it afresh (its source changed); the previous ``Model`` object stays valid
+    for whoever still holds it (a compile running meanwhile).
+    """
     key = str(spec)
     with _lock:
-        if key not in _cache:
-            _cache[key] = model_from_module(_import(key), source=key)
+        if reload or key not in _cache:
+            if reload:
+                _forget(key)
+            module = _import(key)
+            model = model_from_module(module, source=key)
+            model.files = _stat(_files_of(module))
+            if model.fingerprint is None:
+                model.fingerprint = source_fingerprint(module)
+            _cache[key] = model
         return _cache[key]
+
+
+def source_changed(model: Model) -> bool:
+    """Whether a source file of ``model`` was edited, added or removed since it was loaded (stat
+    calls only: cheap enough to ask every few seconds)."""
+    if not model.files:
+        return False
+    return load_model_files(model) != model.files
+
+
+def load_model_files(model: Model) -> dict[str, tuple[int, int]]:
+    """The current state of ``model``'s files (to stop asking about an edit that failed to load)."""
+    packages = [Path(f).parent for f in model.files if Path(f).name == "__init__.py"]
+    top = min(packages, key=lambda p: len(p.parts), default=None)
+    added = [str(p) for p in top.rglob("*.py")] if top is not None else []
+    return _stat(added + list(model.files))
+
+
+def _files_of(module: ModuleType) -> list[str]:
+    """The source files a model module consists of: its own file, and every module of its package."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return []
+    path = Path(file)
+    if path.name == "__init__.py":
+        return sorted(str(p) for p in path.parent.rglob("*.py"))
+    return [str(path)]
+
+
+def _stat(files: list[str]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for name in sorted(set(files)):
+        try:
+            info = Path(name).stat()
+        except OSError:
+            continue
+        out[name] = (info.st_mtime_ns, info.st_size)
+    return out
+
+
+def _forget(spec: str) -> None:
+    """Drop a model's modules from ``sys.modules`` so that the next import reads the files again."""
+    old = _cache.pop(spec, None)
+    names: set[str] = set()
+    path = Path(spec)
+    if path.exists():
+        origin = path.resolve()
+        digest = hashlib.blake2b(str(origin).encode(), digest_size=6).hexdigest()
+        names = {n for n in sys.modules if n.startswith("lsm_model_") and n.split(".")[0].endswith(digest)}
+    elif old is not None or spec in sys.modules:
+        names = {n for n in sys.modules if n == spec or n.startswith(spec + ".")}
+    for name in names:
+        sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+
+
+def source_fingerprint(module: ModuleType) -> str | None:
+    """A hash of the module's source: its file, or every ``.py`` file under a package directory.
+
+    Read at load, so it describes the code this process runs (an edit on disk after loading is
+    not running yet). Files the model imports from elsewhere are not covered: an operator who
+    changes those asks for a complete full compile. ``None`` for a module without files.
+    """
+    files: list[tuple[str, Path]] = []
+    for directory in getattr(module, "__path__", None) or ():
+        root = Path(directory)
+        files.extend((str(p.relative_to(root)), p) for p in sorted(root.rglob("*.py")))
+    if not files:
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            return None
+        files.append((Path(origin).name, Path(origin)))
+    digest = hashlib.blake2b(digest_size=16)
+    for name, path in files:
+        try:
+            content = path.read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{name}\0{len(content)}\0".encode())
+        digest.update(content)
+    return digest.hexdigest()
 
 
 def model_from_module(module: ModuleType, *, source: str = "") -> Model:

@@ -66,6 +66,9 @@ class RefineResult:
     tree_of: dict[str, str]
     #: instance id -> the owned resources its implementations produced
     owned: dict[str, list[Resource]]
+    #: instance id -> ids of the shared resources it produced (duplicates included: every
+    #: producer is listed, so that each tree knows what it shares; see lsm.compiler.incremental)
+    shared_of: dict[str, list[str]] = field(default_factory=dict)
     #: instance id -> ``r`` attributes its implementations allocated (see ``Service.allocate``)
     allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: seconds per stage: unroll, implementations, check, total
@@ -132,6 +135,7 @@ def refine(
         owner_of=run.owner_of,
         tree_of=tree_of,
         owned=run.owned,
+        shared_of=run.shared_of,
         allocations=ctx.allocations,
         timings={
             "unroll": unrolled - started,
@@ -167,6 +171,7 @@ class _Run:
         self.owned: dict[str, list[Resource]] = {}
         self.owner_of: dict[str, str] = {}
         self.shared: dict[str, tuple[Resource, str]] = {}
+        self.shared_of: dict[str, list[str]] = {}
         self.dup_roots: set[str] = set()
         self.problems: list[Problem] = []
         #: (problem, resource id, producing instance id): lines found after the run
@@ -174,16 +179,18 @@ class _Run:
 
     # -- step 2 ---------------------------------------------------------------------------
     def implementations(self) -> None:
-        owned, owner_of, shared, impls, problems = (
+        owned, owner_of, shared, shared_of, impls, problems = (
             self.owned,
             self.owner_of,
             self.shared,
+            self.shared_of,
             self.impls,
             self.problems,
         )
         for iid, svc in self.services.items():
             mine: list[Resource] = []
             owned[iid] = mine
+            shares: list[str] = []
             for fn in impls[svc.binding.name]:
                 try:
                     out = fn(svc)
@@ -202,6 +209,7 @@ class _Run:
                                 self._owned_again(item, rid, prev, svc, mine)
                         elif type(item) is Shared:
                             r = item.resource
+                            shares.append(r.id)
                             first = shared.get(r.id)
                             if first is None:
                                 shared[r.id] = (r, iid)
@@ -211,6 +219,8 @@ class _Run:
                             self._not_a_resource(svc, fn, item)
                 except Exception as exc:
                     self._failed(svc, fn, exc)
+                if shares:
+                    shared_of[iid] = shares
                 if len(problems) >= MAX_PROBLEMS:
                     return
 

@@ -1,11 +1,13 @@
 """Orchestration: the one place that changes an instance's state (see ``transfer``)."""
 
 from lsm.orchestration.commands import (
+    SYSTEM,
     Auto,
     Command,
     Create,
     Delete,
     ForceState,
+    Origin,
     ResourceOutcome,
     SetState,
     Update,
@@ -15,6 +17,7 @@ from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.transfer import Orchestrator, auto_enabled
 
 __all__ = [
+    "SYSTEM",
     "Auto",
     "Command",
     "Create",
@@ -22,6 +25,7 @@ __all__ = [
     "EnvironmentContext",
     "ForceState",
     "Orchestrator",
+    "Origin",
     "ResourceOutcome",
     "SetState",
     "Update",

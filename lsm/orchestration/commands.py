@@ -89,4 +89,26 @@ class ForceState:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Who caused a change, recorded on its event lines and on the compile requests it enqueues.
+
+    ``actor`` is the authenticated caller (``local`` until tokens exist) or ``system`` for the
+    steps the engine takes itself; ``request_id`` joins those rows to the API request (and the
+    audit trail) that started the chain, so an auto transfer or a validation outcome carries
+    the request id of the operator request that caused it.
+    """
+
+    actor: str
+    request_id: str | None = None
+
+    def follow_up(self) -> Origin:
+        """The origin of a step the engine takes because of this one."""
+        return Origin(SYSTEM_ACTOR, self.request_id)
+
+
+SYSTEM_ACTOR = "system"
+SYSTEM = Origin(SYSTEM_ACTOR)
+
+
 Command = Create | Update | Delete | SetState | Auto | ValidationOutcome | ResourceOutcome | ForceState

@@ -10,11 +10,13 @@ based, expert force) goes through ``Orchestrator.execute``, which in one databas
 3. asks the lifecycle machine for the step, applies the attribute-set operation, bumps the
    version (and the desired-state version when the step changes the desired state);
 4. writes the event-log line, and records the follow-up compile request (validation, or an
-   exporting compile) in the same transaction.
+   exporting compile) in the same transaction; both carry the ``Origin`` (actor and request
+   id) of the change.
 
 After the commit, auto transfers of the new state fire in order, each in its own transaction,
-and listeners (the compile worker) are told that requests are waiting. Nothing else in the
-code base writes ``InstanceRow.state``.
+as the ``system`` actor with the request id of the change that caused them, and listeners
+(the compile worker) are told that requests are waiting. Nothing else in the code base writes
+``InstanceRow.state``.
 """
 
 from __future__ import annotations
@@ -33,19 +35,24 @@ from lsm.errors import (
     IdentityConflict,
     InvalidAttributes,
     InvalidInput,
+    LsmError,
     TransferNotAllowed,
     VersionConflict,
 )
 from lsm.inventory import repository as repo
+from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
+from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
+    SYSTEM,
     Auto,
     Command,
     Create,
     Delete,
     ForceState,
+    Origin,
     ResourceOutcome,
     SetState,
     Update,
@@ -53,6 +60,7 @@ from lsm.orchestration.commands import (
 )
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.references import check_references, references_of
+from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
 
@@ -64,32 +72,114 @@ class Outcome:
     instance: InstanceRow
     executed: bool = False
     compiles: list[str] = field(default_factory=list)
+    #: who it was done for (a validation outcome learns its request id from the compile row)
+    origin: Origin = SYSTEM
 
 
 class Orchestrator:
-    """Runs commands against one database; ``listeners`` hear of newly queued compiles."""
+    """Runs commands against one database.
+
+    ``listeners`` hear of newly queued compiles (the compile processing); ``watchers`` of every
+    committed change (the event stream and compile waiters of this process).
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.listeners: list[Callable[[str], None]] = []
+        self.watchers: list[Callable[[str], None]] = []
 
     # -- the entry point ---------------------------------------------------------------------
-    def execute(self, ctx: EnvironmentContext, command: Command) -> InstanceRow:
-        """Apply ``command`` in one transaction, then fire the auto transfers that follow."""
-        outcome = self._execute_once(ctx, command)
+    def execute(
+        self, ctx: EnvironmentContext, command: Command, *, origin: Origin | None = None
+    ) -> InstanceRow:
+        """Apply ``command`` in one transaction, then fire the auto transfers that follow.
+
+        ``origin`` says who asked (``None``: the engine itself, ``system``); the follow-up auto
+        transfers are recorded as ``system`` with the same request id.
+        """
+        outcome = self._execute_once(ctx, command, origin or SYSTEM)
         row = outcome.instance
         queued = list(outcome.compiles)
         while outcome.executed:
             follow = self._auto_command(ctx, row)
             if follow is None:
                 break
-            outcome = self._execute_once(ctx, follow)
+            outcome = self._execute_once(ctx, follow, outcome.origin.follow_up())
             if outcome.executed:
                 row = outcome.instance
             queued.extend(outcome.compiles)
         if queued:
             self.notify(ctx.env_id)
+        self._changed(ctx.env_id)
         return row
+
+    def execute_many(
+        self, ctx: EnvironmentContext, commands: list[Command], *, origin: Origin | None = None
+    ) -> list[InstanceRow]:
+        """Apply every command in ONE transaction, all or nothing; the instances, in order.
+
+        Every command is checked (a refused one does not stop the others from being checked),
+        identity values are unique across the batch too (each create is flushed before the
+        next one looks), and when any item is refused nothing is written and one error names
+        every refused item (``lsm.orchestration.batch``). The auto transfers that follow run
+        afterwards in rounds, one transaction per round for the whole batch.
+        """
+        check_size(commands)
+        origin = origin or SYSTEM
+        where = positions(commands)
+        failures: list[ItemError] = []
+        outcomes: list[Outcome] = []
+        try:
+            with self.db.write() as session:
+                transaction = _Transaction(session, ctx, origin)
+                created: dict[str, int] = {}
+                for (op, index), command in zip(where, commands, strict=True):
+                    try:
+                        outcome = transaction.run(command)
+                    except LsmError as exc:
+                        ref = command.ref if isinstance(command, Update) else None
+                        failures.append(ItemError(op, index, _within_batch(exc, created), ref))
+                        continue
+                    outcomes.append(outcome)
+                    if op == "create":
+                        created[outcome.instance.id] = index
+                if failures:
+                    raise batch_error(failures, len(commands))
+        except IntegrityError as exc:
+            if "identity" in str(exc.orig).lower():
+                raise IdentityConflict(
+                    "identity value already used by another instance (concurrent create); nothing was written"
+                ) from None
+            raise
+        rows = [outcome.instance for outcome in outcomes]
+        queued = bool(transaction.compiles)
+        queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], origin.follow_up())
+        if queued:
+            self.notify(ctx.env_id)
+        self._changed(ctx.env_id)
+        return rows
+
+    def _auto_rounds(
+        self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool], origin: Origin
+    ) -> bool:
+        """Fire the auto transfers that follow ``rows`` (updated in place), a round per transaction."""
+        queued = False
+        while True:
+            follow = [
+                (i, command)
+                for i, row in enumerate(rows)
+                if executed[i] and (command := self._auto_command(ctx, row)) is not None
+            ]
+            if not follow:
+                return queued
+            executed = [False] * len(rows)
+            with self.db.write() as session:
+                transaction = _Transaction(session, ctx, origin)
+                for i, command in follow:
+                    outcome = transaction.run(command)
+                    if outcome.executed:
+                        rows[i], executed[i] = outcome.instance, True
+                queued |= bool(transaction.compiles)
 
     def notify(self, env_id: str) -> None:
         """Tell the listeners (the compile worker) that compile requests of ``env_id`` wait."""
@@ -98,11 +188,19 @@ class Orchestrator:
                 listener(env_id)
             except Exception:  # a listener must never undo a committed transfer
                 log.exception("compile listener failed")
+        self._changed(env_id)
 
-    def _execute_once(self, ctx: EnvironmentContext, command: Command) -> Outcome:
+    def _changed(self, env_id: str) -> None:
+        for watcher in self.watchers:
+            try:
+                watcher(env_id)
+            except Exception:  # a watcher must never undo a committed transfer
+                log.exception("change watcher failed")
+
+    def _execute_once(self, ctx: EnvironmentContext, command: Command, origin: Origin) -> Outcome:
         try:
             with self.db.write() as session:
-                return _Transaction(session, ctx).run(command)
+                return _Transaction(session, ctx, origin).run(command)
         except IntegrityError as exc:
             # The partial unique index is the last line of defence for identity uniqueness
             # between two concurrent creates on PostgreSQL.
@@ -120,6 +218,13 @@ class Orchestrator:
         return Auto(instance_id=row.id, expected_version=row.version)
 
 
+def _within_batch(error: LsmError, created: dict[str, int]) -> LsmError:
+    """An identity clash with an instance created earlier in the same batch names that item."""
+    if isinstance(error, IdentityConflict) and error.details.get("instance") in created:
+        error.details["clashes_with"] = {"op": "create", "index": created[error.details["instance"]]}
+    return error
+
+
 def auto_enabled(binding: Binding, row: InstanceRow, config_name: str | None) -> bool:
     """A ``config_name`` switch: per instance, else per entity, else enabled."""
     if config_name is None:
@@ -132,12 +237,18 @@ def auto_enabled(binding: Binding, row: InstanceRow, config_name: str | None) ->
 class _Transaction:
     """One command inside one open write transaction."""
 
-    def __init__(self, session: Session, ctx: EnvironmentContext) -> None:
+    def __init__(self, session: Session, ctx: EnvironmentContext, origin: Origin) -> None:
         self.session = session
         self.ctx = ctx
+        self.origin = origin
         self.compiles: list[str] = []
 
     def run(self, command: Command) -> Outcome:
+        outcome = self.dispatch(command)
+        outcome.origin = self.origin
+        return outcome
+
+    def dispatch(self, command: Command) -> Outcome:
         match command:
             case Create():
                 return self.create(command)
@@ -196,7 +307,9 @@ class _Transaction:
             row.desired_state_version = 1
             self.request_export(row, f"created in exporting state {state}")
         repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
-        repo.add_event(self.session, row, source=None, target=state, trigger="create", message="created")
+        repo.add_event(
+            self.session, row, source=None, target=state, trigger="create", message="created", **self.who()
+        )
         self.after_entering(row)
         return Outcome(row, executed=True, compiles=self.compiles)
 
@@ -232,6 +345,10 @@ class _Transaction:
         return self.transition(row, step, "auto")
 
     def validation_outcome(self, command: ValidationOutcome) -> Outcome:
+        if self.origin.request_id is None:  # the request that caused the compile, when it is known
+            compile_row = self.session.get(CompileRow, command.compile_id)
+            if compile_row is not None and compile_row.request_id is not None:
+                self.origin = Origin(self.origin.actor, compile_row.request_id)
         row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
         if row.version != command.expected_version:
             return Outcome(row)  # validated attributes are stale; a newer request follows
@@ -296,6 +413,10 @@ class _Transaction:
             )
         return row
 
+    def who(self) -> dict[str, str | None]:
+        """The ``actor`` and ``request_id`` columns of the rows this transaction writes."""
+        return {"actor": self.origin.actor, "request_id": self.origin.request_id}
+
     def machine(self, row: InstanceRow) -> LifecycleMachine:
         return self.ctx.machine(self.ctx.binding(row.entity))
 
@@ -317,6 +438,7 @@ class _Transaction:
                 repo.add_event(
                     self.session,
                     row,
+                    **self.who(),
                     source=row.state,
                     target=row.state,
                     trigger=trigger,
@@ -378,6 +500,7 @@ class _Transaction:
         repo.add_event(
             self.session,
             row,
+            **self.who(),
             source=source,
             target=destination,
             trigger=trigger,
@@ -395,27 +518,33 @@ class _Transaction:
             self.request_validation(row, trigger="auto", target=None)
 
     def request_validation(self, row: InstanceRow, *, trigger: str, target: str | None) -> None:
-        compile_row = CompileRow(
+        order = CompileOrder(
             env_id=self.ctx.env_id,
-            kind="validation",
+            kind=CompileKind.VALIDATION,
             instance_id=row.id,
             requested_ids=[row.id],
             reason=f"validate {row.entity} {row.id} in {row.state}",
-            report={"instance_version": row.version, "trigger": trigger, "target": target},
+            actor=self.origin.actor,
+            request_id=self.origin.request_id,
+            validation=ValidationParams(
+                instance_version=row.version,
+                trigger="api_set_state" if trigger == "api_set_state" else "auto",
+                target=target,
+            ),
         )
-        self.session.add(compile_row)
-        self.compiles.append(compile_row.id)
+        self.compiles.append(enqueue(self.session, order).id)
 
     def request_export(self, row: InstanceRow, reason: str) -> None:
-        kind = "partial" if self.ctx.settings.partial_compiles else "full"
-        compile_row = CompileRow(
+        partial = self.ctx.settings.partial_compiles
+        order = CompileOrder(
             env_id=self.ctx.env_id,
-            kind=kind,
-            requested_ids=[row.id] if kind == "partial" else [],
+            kind=CompileKind.PARTIAL if partial else CompileKind.FULL,
+            requested_ids=[row.id] if partial else [],
             reason=reason,
+            actor=self.origin.actor,
+            request_id=self.origin.request_id,
         )
-        self.session.add(compile_row)
-        self.compiles.append(compile_row.id)
+        self.compiles.append(enqueue(self.session, order).id)
 
     def new_instance_id(self, requested: str | None) -> str:
         if requested is None:

@@ -1,1 +1,1 @@
-"""The running engine: configuration, environments, and the facade the API and CLI call."""
+"""The running engine: configuration, environments, and the one composition root (``wiring``)."""

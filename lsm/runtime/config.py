@@ -44,6 +44,14 @@ class ServerConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     #: run the compile worker inside the server process
     embedded_worker: bool = True
+    #: compile runner threads of a worker (a hung model occupies one until its time limit)
+    worker_threads: int = Field(4, ge=1, le=64)
+    #: seconds between looks at the queue when nothing woke the worker (a fallback on PostgreSQL)
+    poll_interval: float = Field(1.0, gt=0, le=60)
+    #: seconds a claimed compile's lease lasts unrenewed: how soon a dead worker's work is taken over
+    lease_ttl: float = Field(30.0, ge=1, le=3600)
+    #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
+    role: str = "lsm-server"
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> ServerConfig:

@@ -2,11 +2,14 @@
 
 Why: resolving ``X-LSM-Environment`` (name or id) and loading that environment's model happen
 on every request; the context (catalog, lifecycle machines, settings) is built once and
-rebuilt only when the environment's settings change.
+rebuilt only when the environment's settings or model change, or when the model's source files
+are edited (the model is then imported afresh: a long-running worker picks up a fixed model
+without a restart).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -16,10 +19,11 @@ from lsm.inventory.database import Database
 from lsm.inventory.settings import EnvironmentSettings, parse_settings, validate_setting
 from lsm.inventory.tables import EntityRow, EnvironmentRow, utcnow
 from lsm.lifecycle import LifecycleRegistry
-from lsm.model.loader import Model, load_model
+from lsm.model.loader import Model, load_model, load_model_files, source_changed
 from lsm.orchestration import EnvironmentContext
 
 EMPTY_MODEL = Model(bindings=[], source="")
+log = logging.getLogger(__name__)
 
 
 class Environments:
@@ -77,12 +81,27 @@ class Environments:
             row = repo.get_environment(session, key)
         with self._lock:
             ctx = self._contexts.get(row.id)
-            if ctx is not None and self._stamp.get(row.id) != (row.model, row.settings):
+            reload = ctx is not None and self._edited(ctx)
+            if ctx is not None and (reload or self._stamp.get(row.id) != (row.model, row.settings)):
                 self.invalidate_locked(row.id)
-                ctx = None
+                previous, ctx = ctx, None
             self._loaded[row.id] = time.monotonic()
             if ctx is None:
-                model = load_model(row.model) if row.model else EMPTY_MODEL
+                try:
+                    model = load_model(row.model, reload=reload) if row.model else EMPTY_MODEL
+                except ConfigurationError:
+                    if not reload:
+                        raise
+                    # an edit that does not load (a syntax error half-way through saving):
+                    # keep compiling with the model that works, and say so once per edit
+                    log.exception(
+                        "environment %s: the edited model does not load; the previous one stays", row.name
+                    )
+                    previous.model.files = load_model_files(previous.model)
+                    self._contexts[row.id] = previous
+                    self._stamp[row.id] = (row.model, dict(row.settings))
+                    self._contexts[row.name] = previous
+                    return previous
                 for binding in model.bindings:
                     if binding.lifecycle not in self.lifecycles:
                         raise ConfigurationError(
@@ -106,6 +125,10 @@ class Environments:
             if env is None:
                 self._contexts[self.default] = ctx
             return ctx
+
+    @staticmethod
+    def _edited(ctx: EnvironmentContext) -> bool:
+        return ctx.model is not EMPTY_MODEL and source_changed(ctx.model)
 
     def effective_settings(self, stored: dict[str, object]) -> EnvironmentSettings:
         """Stored settings over the configured defaults over the built-in defaults."""

@@ -1,4 +1,4 @@
-"""Selection: which instances a partial compile sees (SEMANTICS.md section 3).
+"""Selection: which instances a partial compile sees (docs/semantics.md §3).
 
 The compiler builds an ``InventoryView`` per compile, looks the environment's selector up by
 name (``selector_for`` / ``build_selector``: entry points ``lsm.selectors`` plus the model's
@@ -23,10 +23,12 @@ from lsm.selection.plugins import (
 from lsm.selection.selector import (
     BaseSelector,
     PhasedSelector,
+    Selection,
     SelectionResult,
     Selector,
     UnionSelector,
     run_selector,
+    select,
     selector_name,
 )
 from lsm.selection.view import (
@@ -50,6 +52,7 @@ __all__ = [
     "OwnerTreeSelector",
     "PhasedSelector",
     "Relation",
+    "Selection",
     "SelectionResult",
     "Selector",
     "UnionSelector",
@@ -58,6 +61,7 @@ __all__ = [
     "default_attribute_set",
     "ownership_roots",
     "run_selector",
+    "select",
     "selector_for",
     "selector_name",
     "selector_names",

@@ -1,7 +1,7 @@
 """``OwnerTreeSelector``: the default selector, whole ownership trees of the requested instances.
 
 Why it is the default: resources are grouped in one resource set per ownership tree, named after
-the root instance (SEMANTICS.md section 3). A partial compile must therefore rebuild whole trees:
+the root instance (docs/semantics.md §3). A partial compile must therefore rebuild whole trees:
 for each requested id, walk ``relation_to_owner`` up to the root, then collect everything the
 root owns, directly or through intermediate owners (router -> port -> subinterface), of every
 binding. Both walks are batched per tree level (``lsm.selection.ownership``).

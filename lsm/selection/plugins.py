@@ -1,7 +1,7 @@
 """Finding selectors by name: the ``lsm.selectors`` entry points plus the model's ``SELECTORS``.
 
 Why entry points: the bundled selectors (``lsm_selectors``) and third-party ones are found the
-same way, so the core never imports them (DESIGN.md, "Why the source roots"). A package
+same way, so the core never imports them (docs/architecture.md §3). A package
 registers a selector class with::
 
     [project.entry-points."lsm.selectors"]
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from lsm.catalog import Catalog
 from lsm.errors import ConfigurationError, LsmError, SelectorError, UnknownSelector
+from lsm.selection.factories import REGISTERED
 from lsm.selection.selector import BaseSelector
 from lsm.selection.view import InventoryView
 
@@ -78,7 +79,8 @@ def _load(ep: EntryPoint) -> type[BaseSelector]:
 
 
 def _model_selectors(model: HasSelectors | None) -> Mapping[str, Any]:
-    return {} if model is None else model.selectors
+    """The model's ``SELECTORS`` over the factories registered at run time (the model wins)."""
+    return {**REGISTERED, **({} if model is None else model.selectors)}
 
 
 def selector_names(model: HasSelectors | None = None) -> list[str]:

@@ -19,6 +19,19 @@ nothing behind: the compiler runs it before any write. After ``run_selector``, `
 the ownership root of every selected tree (terminated roots included) so that the compiler can
 delete the resource sets of trees that produce nothing. Selectors compose by union: ``a | b``.
 
+**Completeness: a selector picks trees, the engine compiles them whole.** A resource set holds
+the resources of a whole ownership tree and a partial export replaces a set entirely, so a
+compile that saw half a tree would silently drop the other half's resources (or, for a tree it
+did not see at all, delete its set). ``run_selector`` therefore never trusts the answer to be
+complete: the trees it compiles are those of every requested instance plus those of every
+instance the selector returned (plus any root ``compute_roots`` names), and every live member of
+those trees is selected, whether the selector returned it or not. Nothing outside those trees
+is touched, so a live root that neither was requested nor selected keeps its set as stored.
+We complete rather than refuse because plugin authors (most of them porting Inmanta LSM
+selectors) think in instances, and a selector that returns "the router" means "the router's
+tree"; ``select()`` reports what the engine added (``Selection.completed``) so that nothing
+happens silently.
+
 Writing a custom selector (a plugin author's view)::
 
     from lsm.selection import Selector
@@ -46,15 +59,39 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import SelectorError
-from lsm.selection.ownership import ownership_roots
+from lsm.selection.ownership import ownership_roots, tree_members
 from lsm.selection.view import InventoryView
 
 #: What ``run_selector`` returns: binding name -> sorted ids of live instances of that binding.
 SelectionResult = dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``select`` decided, and why (the compile report and ``--explain`` show it).
+
+    ``instances``: what ``lsm.all`` returns, per binding (whole trees, see "Completeness").
+    ``roots``: the root of every tree compiled (its set is replaced, or deleted if it produces
+    nothing). ``answer``: what the selector itself returned (checked). ``completed``: ids the
+    engine added to complete a tree the selector returned only part of (or none of, for a
+    requested tree). ``requested``: the requested ids, de-duplicated, in order.
+    """
+
+    requested: list[str]
+    answer: SelectionResult
+    instances: SelectionResult
+    roots: list[str]
+    completed: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        """Every selected id, sorted."""
+        return sorted(i for ids in self.instances.values() for i in ids)
 
 
 class BaseSelector:
@@ -87,12 +124,22 @@ class BaseSelector:
     def __or__(self, other: BaseSelector) -> UnionSelector:
         return UnionSelector(self, other)
 
+    def _run_phases(self, requested_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        """Drive this selector's own phases and return its raw answer (``run_selector`` calls it).
+
+        Each form implements it; a new form (``lsm.selection.lsm_compat``) only overrides this.
+        """
+        raise TypeError(f"{selector_name(self)} is neither a Selector nor a PhasedSelector")
+
 
 class Selector(BaseSelector):
     """The one-method form: ``select_all(instance_ids) -> {binding name: [ids]}``."""
 
     def select_all(self, instance_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
         raise NotImplementedError
+
+    def _run_phases(self, requested_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        return self.select_all(requested_ids)
 
 
 class PhasedSelector(BaseSelector):
@@ -106,6 +153,12 @@ class PhasedSelector(BaseSelector):
 
     def select(self, binding: Binding) -> Iterable[str]:
         raise NotImplementedError
+
+    def _run_phases(self, requested_ids: Sequence[str]) -> Mapping[str, Iterable[str]]:
+        bindings = list(self.catalog)
+        self.analyse(bindings)
+        self.register(requested_ids)
+        return {b.name: self.select(b) for b in bindings}
 
 
 class UnionSelector(Selector):
@@ -143,31 +196,39 @@ def selector_name(selector: BaseSelector | type[BaseSelector]) -> str:
 def run_selector(selector: BaseSelector, requested_ids: Iterable[str]) -> SelectionResult:
     """Run either form of selector; return ``{binding name: sorted ids}`` for every binding.
 
-    The answer is what ``lsm.all`` returns: instances for which the view's ``attribute_set``
-    chooser says ``None`` (not exported, ``none`` in a validation compile) are dropped here, so
-    that selectors choose by topology only; they still count for ``roots()``, so the set of a
-    tree that no longer exports anything is deleted.
+    The answer is what ``lsm.all`` returns: whole ownership trees (see "Completeness" in the
+    module doc), minus the instances for which the view's ``attribute_set`` chooser says
+    ``None`` (not exported, ``none`` in a validation compile), so that selectors choose by
+    topology only; those still count for ``roots()``, so the set of a tree that no longer
+    exports anything is deleted.
 
     Raises ``SelectorError`` (details: ``selector``, ``traceback``) when the selector raises or
     answers with an unknown binding, an unknown or terminated instance, or an instance of
     another binding. Afterwards ``selector.roots()`` is known.
     """
+    return select(selector, requested_ids).instances
+
+
+def select(selector: BaseSelector, requested_ids: Iterable[str]) -> Selection:
+    """``run_selector`` with the whole decision: what was answered, completed, and compiled."""
     requested = list(dict.fromkeys(requested_ids))
     name = selector_name(selector)
     try:
-        if isinstance(selector, PhasedSelector):
-            bindings = list(selector.catalog)
-            selector.analyse(bindings)
-            selector.register(requested)
-            raw: Mapping[str, Iterable[str]] = {b.name: selector.select(b) for b in bindings}
-        elif isinstance(selector, Selector):
-            raw = selector.select_all(requested)
-        else:
-            raise TypeError(f"{name} is neither a Selector nor a PhasedSelector")
-        checked = _checked(selector, raw)
-        selector._roots = sorted(set(selector.compute_roots(requested, checked)))
+        checked = _checked(selector, selector._run_phases(requested))
         view = selector.view
-        result = {b: [i for i in ids if view.attribute_set_name(i) is not None] for b, ids in checked.items()}
+        answered = [i for ids in checked.values() for i in ids]
+        chosen = set(selector.compute_roots(requested, checked))
+        roots = sorted(chosen | set(ownership_roots(view, [*requested, *answered]).values()))
+        live = view.get_many(tree_members(view, roots))  # the whole trees, live members only
+        complete: dict[str, set[str]] = {binding.name: set() for binding in selector.catalog}
+        for record in live.values():
+            complete[record.entity].add(record.id)
+        selector._roots = roots
+        instances = {
+            b: sorted(i for i in ids if view.attribute_set_name(i) is not None) for b, ids in complete.items()
+        }
+        answered_set = set(answered)
+        completed = sorted(i for ids in instances.values() for i in ids if i not in answered_set)
     except SelectorError as exc:
         exc.details.setdefault("selector", name)
         exc.details.setdefault("traceback", traceback.format_exc())
@@ -178,7 +239,9 @@ def run_selector(selector: BaseSelector, requested_ids: Iterable[str]) -> Select
             selector=name,
             traceback=traceback.format_exc(),
         ) from exc
-    return result
+    return Selection(
+        requested=requested, answer=checked, instances=instances, roots=roots, completed=completed
+    )
 
 
 def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> SelectionResult:
@@ -203,9 +266,11 @@ def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> Select
 __all__ = [
     "BaseSelector",
     "PhasedSelector",
+    "Selection",
     "SelectionResult",
     "Selector",
     "UnionSelector",
     "run_selector",
+    "select",
     "selector_name",
 ]

@@ -129,6 +129,11 @@ class InventoryView:
         """Statements this view has issued so far (for compile reports and benchmarks)."""
         return self._queries
 
+    def read_ids(self) -> set[str]:
+        """Every existing instance this view has read so far: all that a selection run could
+        have depended on (batched validations keep such sets disjoint)."""
+        return {i for i, record in self._rows.items() if record is not None}
+
     # -- instances -----------------------------------------------------------------------
     def get(self, instance_id: str, *, include_terminated: bool = False) -> InstanceRecord | None:
         """The instance, or ``None`` when unknown (or terminated, unless asked for)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import engine_for, served_url
 
 HERE = Path(__file__).parent
@@ -21,13 +21,13 @@ MODEL = HERE / "netmodel.py"
 LIFECYCLES = HERE / "lifecycles"
 
 
-def make_engine(tmp_path: Path, *, embedded_worker: bool = False) -> Engine:
+def make_engine(tmp_path: Path, *, embedded_worker: bool = False) -> ApiRuntime:
     database_url = f"sqlite:///{tmp_path / 'lsm.db'}"
     return engine_for(MODEL, database_url, lifecycle_dirs=[LIFECYCLES], embedded_worker=embedded_worker)
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
+def engine(tmp_path: Path) -> Iterator[ApiRuntime]:
     engine = make_engine(tmp_path)
     try:
         yield engine
@@ -36,7 +36,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 @pytest.fixture
-def url(engine: Engine) -> Iterator[str]:
+def url(engine: ApiRuntime) -> Iterator[str]:
     """The base URL of the engine's API, served by uvicorn on 127.0.0.1."""
     with served_url(engine) as base:
         yield base

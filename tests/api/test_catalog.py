@@ -1,4 +1,4 @@
-"""The service catalog and lifecycle routes (API.md "Service catalog")."""
+"""The service catalog and lifecycle routes (docs/api.md §3)."""
 
 from __future__ import annotations
 

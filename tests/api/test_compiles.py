@@ -1,9 +1,12 @@
-"""Compile requests and reports over HTTP (API.md "Compiles"), with the worker stopped so that
+"""Compile requests and reports over HTTP (docs/api.md §5), with the worker stopped so that
 requests stay queued where the test can see them."""
 
 from __future__ import annotations
 
 import httpx
+
+from lsm.inventory.tables import CompileRow
+from lsm.runtime.wiring import ApiRuntime
 
 
 def test_a_requested_compile_is_queued_and_listed(http: httpx.Client) -> None:
@@ -52,3 +55,55 @@ def test_an_unknown_compile_is_a_404(http: httpx.Client) -> None:
 
     assert response.status_code == 404
     assert response.json()["error"] == "not_found"
+
+
+def test_a_full_compile_can_ask_to_refine_everything(http: httpx.Client, engine: ApiRuntime) -> None:
+    """``incremental: false`` reaches the request that the worker runs (see
+    tests/compiler/test_incremental_full.py for what it does)."""
+    complete = http.post("/api/v1/compiles", json={"kind": "full", "incremental": False}).json()
+    default = http.post("/api/v1/compiles", json={"kind": "full"}).json()
+
+    with engine.db.read() as session:
+        rows = {c: session.get(CompileRow, c) for c in (complete["id"], default["id"])}
+    assert rows[complete["id"]] is not None and rows[complete["id"]].params == {"incremental": False}
+    assert rows[default["id"]] is not None and rows[default["id"]].params == {}
+
+
+def test_selector_settings_are_checked_on_write(http: httpx.Client) -> None:
+    bad = http.put("/api/v1/environments/default/settings/selector", json={"value": "no_such_selector"})
+    assert bad.status_code == 422 and "no_such_selector" in bad.json()["message"]
+    missing = http.put("/api/v1/environments/default/settings/selector", json={"value": {"name": "state"}})
+    assert missing.status_code == 422 and "states" in missing.json()["message"]
+    union = ["owner_tree", {"name": "relation_closure"}]
+    good = http.put("/api/v1/environments/default/settings/selector", json={"value": union})
+    assert good.status_code == 200 and good.json()["selector"]["value"] == union
+
+
+def test_a_partial_compile_takes_a_selector_and_explain_queues_nothing(http: httpx.Client) -> None:
+    router = http.post(
+        "/lsm/v1/service_inventory/router", json={"attributes": {"mgmt_ip": "10.1.0.9", "name": "r"}}
+    ).json()
+    before = len(http.get("/api/v1/compiles", params={"limit": 1000}).json())
+    explained = http.post(
+        "/api/v1/compiles",
+        json={
+            "kind": "partial",
+            "instance_ids": [router["id"]],
+            "selector": "relation_closure",
+            "explain": True,
+        },
+    )
+    assert explained.status_code == 200, explained.text
+    assert explained.json()["selector"] == "relation_closure"
+    assert explained.json()["requested"] == [router["id"]]
+    assert len(http.get("/api/v1/compiles", params={"limit": 1000}).json()) == before
+    queued = http.post(
+        "/api/v1/compiles", json={"kind": "partial", "instance_ids": [router["id"]], "selector": "owner_tree"}
+    )
+    assert queued.status_code == 200 and queued.json()["status"] == "queued"
+    unknown = http.post(
+        "/api/v1/compiles", json={"kind": "partial", "instance_ids": [router["id"]], "selector": "nope"}
+    )
+    assert unknown.status_code == 422
+    names = [s["name"] for s in http.get("/api/v1/compiles/selectors").json()]
+    assert "owner_tree" in names and "relation_closure" in names

@@ -1,4 +1,4 @@
-"""Environments, settings and the ``X-LSM-Environment`` header (API.md "Environments")."""
+"""Environments, settings and the ``X-LSM-Environment`` header (docs/api.md §7)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Every error answer has the one body format of API.md "Errors", whatever raised it."""
+"""Every error answer has the one body format of docs/api.md §2, whatever raised it."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
 INVENTORY = "/lsm/v1/service_inventory"
 
@@ -55,12 +55,12 @@ def test_a_wrong_method_is_a_405_in_the_error_format(http: httpx.Client) -> None
 
 
 def test_an_unexpected_exception_is_a_500_without_its_traceback(
-    engine: Engine, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+    engine: ApiRuntime, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret detail of a bug")
 
-    monkeypatch.setattr(engine, "catalog", broken)
+    monkeypatch.setattr(engine.facades.catalog, "list_entities", broken)
 
     response = http.get("/lsm/v1/service_catalog")
 
@@ -73,7 +73,7 @@ def test_an_unexpected_exception_is_a_500_without_its_traceback(
     assert http.get("/health").status_code == 200  # the server is still serving
 
 
-def test_health_is_200_when_ready_and_503_before(engine: Engine, http: httpx.Client) -> None:
+def test_health_is_200_when_ready_and_503_before(engine: ApiRuntime, http: httpx.Client) -> None:
     assert http.get("/health").json() == {"status": "ok"}
 
     engine.ready = False

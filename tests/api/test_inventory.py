@@ -1,4 +1,4 @@
-"""The service inventory routes over HTTP, against the real engine (API.md "Service inventory")."""
+"""The service inventory routes over HTTP, against the real engine (docs/api.md §4)."""
 
 from __future__ import annotations
 

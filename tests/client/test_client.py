@@ -16,7 +16,7 @@ from lsm.errors import (
     TransferNotAllowed,
     VersionConflict,
 )
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import async_client
 from tests.api.fixtures import MODEL
 
@@ -98,7 +98,7 @@ def test_a_client_works_in_the_environment_it_was_given(client: Client, url: str
 
 
 @pytest.mark.anyio
-async def test_the_async_client_talks_to_the_app_in_process(engine: Engine) -> None:
+async def test_the_async_client_talks_to_the_app_in_process(engine: ApiRuntime) -> None:
     async with async_client(engine) as c:
         assert isinstance(c, AsyncClient)
         note = await c.create_instance("note", {"title": "a1"})
@@ -108,7 +108,7 @@ async def test_the_async_client_talks_to_the_app_in_process(engine: Engine) -> N
         assert [e["target"] for e in await c.instance_log("note", note["id"])] == ["draft"]
 
 
-def test_the_client_waits_out_an_engine_that_is_not_ready_yet(engine: Engine, url: str) -> None:
+def test_the_client_waits_out_an_engine_that_is_not_ready_yet(engine: ApiRuntime, url: str) -> None:
     engine.ready = False
     timer = threading.Timer(0.3, lambda: setattr(engine, "ready", True))
     patient = RetryPolicy(attempts=30, initial_wait=0.02, max_wait=0.1, jitter=0)
@@ -127,12 +127,12 @@ def test_the_client_waits_out_an_engine_that_is_not_ready_yet(engine: Engine, ur
 
 @pytest.mark.anyio
 async def test_an_unexpected_error_in_process_is_a_500_answer_not_an_exception(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: ApiRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(engine, "catalog", broken)
+    monkeypatch.setattr(engine.facades.catalog, "list_entities", broken)
 
     async with async_client(engine, retry=NO_RETRY) as c:
         with pytest.raises(LsmError) as caught:
@@ -140,3 +140,19 @@ async def test_an_unexpected_error_in_process_is_a_500_answer_not_an_exception(
 
     assert type(caught.value) is LsmError
     assert caught.value.kind == "internal" and "a bug" not in caught.value.message
+
+
+def test_bulk_raises_the_worst_items_error_with_every_refused_item(client: Client) -> None:
+    done = client.bulk("note", create=[{"attributes": {"title": "k1"}}])
+    note = done["created"][0]
+
+    with pytest.raises(VersionConflict) as refused:
+        client.bulk(
+            "note",
+            create=[{"attributes": {"title": "k2"}}],
+            update=[{"id": "title=k1", "current_version": 9, "attributes": {"text": "x"}}],
+        )
+
+    assert refused.value.details["index"] == 0 and refused.value.details["id"] == "title=k1"
+    assert [i["op"] for i in refused.value.details["items"]] == ["update"]
+    assert [n["id"] for n in client.list_instances("note")] == [note["id"]]

@@ -5,30 +5,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from lsm.facade import RequestContext
 from lsm.inventory.tables import CompileRow
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 NETWORKS = str(EXAMPLES / "networks")
 ROUTER_PORT = str(EXAMPLES / "router_port")
 
 
-def full_compile(engine: Engine) -> int:
-    out = engine.request_compile(None, kind="full")
-    engine.worker.drain()
-    done = engine.get_compile(None, out.id)
+def full_compile(engine: ApiRuntime) -> int:
+    out = engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+    engine.processing.drain()
+    done = engine.facades.compiles.get_compile(RequestContext.local(), out.id)
     assert done.status == "success", done.report
     assert done.desired_state_version is not None
     return done.desired_state_version
 
 
-def seed_networks(engine: Engine, count: int, hosts: int = 5) -> list[str]:
-    return engine.import_instances(
-        None, "network", "up", [{"name": f"net{i}", "hosts": hosts} for i in range(count)]
+def seed_networks(engine: ApiRuntime, count: int, hosts: int = 5) -> list[str]:
+    return engine.facades.inventory.import_instances(
+        RequestContext.local(), "network", "up", [{"name": f"net{i}", "hosts": hosts} for i in range(count)]
     )
 
 
-def test_networks_1000_by_5_give_1000_sets_and_one_shared(engine_factory: Callable[..., Engine]) -> None:
+def test_networks_1000_by_5_give_1000_sets_and_one_shared(engine_factory: Callable[..., ApiRuntime]) -> None:
     engine = engine_factory(NETWORKS, partial_compiles=False)
     ids = seed_networks(engine, 1000)
     version = full_compile(engine)
@@ -36,88 +37,115 @@ def test_networks_1000_by_5_give_1000_sets_and_one_shared(engine_factory: Callab
     assert set(content.sets) == set(ids)
     assert {len(resources) for resources in content.sets.values()} == {5}
     assert content.shared == ["net::AgentConfig[internal,name=networks]"]
-    assert engine.desired_state(None, version)["resource_count"] == 5001
+    assert engine.facades.desired_state.desired_state(RequestContext.local(), version).resource_count == 5001
 
 
 def test_full_recompile_after_one_change_changes_exactly_one_set(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     engine = engine_factory(NETWORKS, partial_compiles=False)
     ids = seed_networks(engine, 200)
     env_id = engine.context(None).env_id
     first = full_compile(engine)
     before = engine.store.set_revisions(env_id, first)
-    changed = engine.get_instance(None, "network", ids[17])
-    engine.update_instance(
-        None, "network", changed.id, current_version=changed.version, attributes={"hosts": 7}
+    changed = engine.facades.inventory.get_instance(RequestContext.local(), "network", ids[17])
+    engine.facades.inventory.update_instance(
+        RequestContext.local(),
+        "network",
+        changed.id,
+        current_version=changed.version,
+        attributes={"hosts": 7},
     )
-    engine.worker.drain()  # validation, promote, then the exporting compile the promote requested
-    assert engine.get_instance(None, "network", changed.id).state == "update_inprogress"
+    engine.processing.drain()  # validation, promote, then the exporting compile the promote requested
+    assert (
+        engine.facades.inventory.get_instance(RequestContext.local(), "network", changed.id).state
+        == "update_inprogress"
+    )
     second = full_compile(engine)
     after = engine.store.set_revisions(env_id, second)
     assert {name for name in after if after[name] != before.get(name)} == {changed.id}
     assert len(engine.store.content(env_id, second).sets[changed.id]) == 7
 
 
-def test_simple_instances_go_start_acknowledged_creating(engine_factory: Callable[..., Engine]) -> None:
+def test_simple_instances_go_start_acknowledged_creating(engine_factory: Callable[..., ApiRuntime]) -> None:
     engine = engine_factory(NETWORKS)
-    created = engine.create_instance(None, "network", {"name": "n1", "hosts": 2})
-    engine.worker.drain()
-    now = engine.get_instance(None, "network", created.id)
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 2}
+    )
+    engine.processing.drain()
+    now = engine.facades.inventory.get_instance(RequestContext.local(), "network", created.id)
     assert now.state == "creating"
-    steps = [(e.source, e.target) for e in engine.instance_log(None, "network", created.id)]
+    steps = [
+        (e.source, e.target)
+        for e in engine.facades.inventory.instance_log(RequestContext.local(), "network", created.id)
+    ]
     assert steps == [(None, "start"), ("start", "acknowledged"), ("acknowledged", "creating")]
-    latest = engine.list_desired_states(None)[0]
-    content = engine.desired_state(None, latest["version"])
-    assert sorted(content["sets"][created.id]) == ["net::Host[n1,name=h0]", "net::Host[n1,name=h1]"]
+    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0]
+    content = engine.facades.desired_state.desired_state(RequestContext.local(), latest.version)
+    assert sorted(content.sets[created.id]) == ["net::Host[n1,name=h0]", "net::Host[n1,name=h1]"]
 
 
 def test_failed_validation_rejects_with_the_compile_report_in_the_log(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     engine = engine_factory(ROUTER_PORT)
-    router = engine.create_instance(None, "router", {"mgmt_ip": "10.0.0.1", "name": "r1"})
-    engine.worker.drain()
-    port = engine.create_instance(None, "port", {"router": router.id, "name": "eth0", "mtu": 10})
-    engine.worker.drain()
-    rejected = engine.get_instance(None, "port", port.id)
+    router = engine.facades.inventory.create_instance(
+        RequestContext.local(), "router", {"mgmt_ip": "10.0.0.1", "name": "r1"}
+    )
+    engine.processing.drain()
+    port = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"router": router.id, "name": "eth0", "mtu": 10}
+    )
+    engine.processing.drain()
+    rejected = engine.facades.inventory.get_instance(RequestContext.local(), "port", port.id)
     assert rejected.state == "rejected"
-    last = engine.instance_log(None, "port", port.id)[-1]
+    last = engine.facades.inventory.instance_log(RequestContext.local(), "port", port.id)[-1]
     assert (last.source, last.target, last.is_error) == ("start", "rejected", True)
     assert last.compile_id is not None
-    report = engine.get_compile(None, last.compile_id)
+    report = engine.facades.compiles.get_compile(RequestContext.local(), last.compile_id)
     assert (report.kind, report.status, report.instance_id) == ("validation", "failed", port.id)
     assert port.id in report.report["error"]["message"]
     assert "mtu" in report.report["error"]["message"]
     # the router was not touched by the port's failure
-    assert engine.get_instance(None, "router", router.id).state == "creating"
+    assert (
+        engine.facades.inventory.get_instance(RequestContext.local(), "router", router.id).state == "creating"
+    )
 
 
 def test_model_error_fails_the_export_and_keeps_the_previous_version(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     engine = engine_factory("tests.models.fragile")
-    engine.import_instances(None, "widget", "up", [{"name": "w1"}, {"name": "w2"}])
+    engine.facades.inventory.import_instances(
+        RequestContext.local(), "widget", "up", [{"name": "w1"}, {"name": "w2"}]
+    )
     version = full_compile(engine)
-    engine.import_instances(None, "widget", "up", [{"name": "w3", "explode": True}])
-    failed = engine.request_compile(None, kind="full")
-    engine.worker.drain()
-    report = engine.get_compile(None, failed.id)
+    engine.facades.inventory.import_instances(
+        RequestContext.local(), "widget", "up", [{"name": "w3", "explode": True}]
+    )
+    failed = engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+    engine.processing.drain()
+    report = engine.facades.compiles.get_compile(RequestContext.local(), failed.id)
     assert report.status == "failed"
     error = report.report["error"]
     assert error["error"] == "model_error"
     assert "widget w3 exploded" in error["message"]
     assert "fragile.py" in error["message"] or "fragile.py" in str(error.get("errors"))
-    assert engine.list_desired_states(None)[0]["version"] == version
+    assert engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version == version
 
 
-def test_pending_partial_requests_are_batched_into_one_compile(engine_factory: Callable[..., Engine]) -> None:
+def test_pending_partial_requests_are_batched_into_one_compile(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     engine = engine_factory(NETWORKS)
     ids = seed_networks(engine, 10)
     base = full_compile(engine)
-    requests = [engine.request_compile(None, kind="partial", instance_ids=[i]) for i in ids[:4]]
-    engine.worker.drain()
-    reports = [engine.get_compile(None, r.id) for r in requests]
+    requests = [
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="partial", instance_ids=[i])
+        for i in ids[:4]
+    ]
+    engine.processing.drain()
+    reports = [engine.facades.compiles.get_compile(RequestContext.local(), r.id) for r in requests]
     leader = reports[0]
     assert leader.merged_into is None and leader.status == "success"
     assert all(r.merged_into == leader.id and r.status == "success" for r in reports[1:])
@@ -125,54 +153,73 @@ def test_pending_partial_requests_are_batched_into_one_compile(engine_factory: C
     assert set(leader.report["selected"]["network"]) == set(ids[:4])
 
 
-def test_batching_off_runs_one_compile_per_request(engine_factory: Callable[..., Engine]) -> None:
+def test_batching_off_runs_one_compile_per_request(engine_factory: Callable[..., ApiRuntime]) -> None:
     engine = engine_factory(NETWORKS, batched_partial_compiles=False)
     ids = seed_networks(engine, 3)
     base = full_compile(engine)
-    requests = [engine.request_compile(None, kind="partial", instance_ids=[i]) for i in ids]
-    engine.worker.drain()
-    versions = sorted(engine.get_compile(None, r.id).desired_state_version or 0 for r in requests)
+    requests = [
+        engine.facades.compiles.request_compile(RequestContext.local(), kind="partial", instance_ids=[i])
+        for i in ids
+    ]
+    engine.processing.drain()
+    versions = sorted(
+        engine.facades.compiles.get_compile(RequestContext.local(), r.id).desired_state_version or 0
+        for r in requests
+    )
     assert versions == [base + 1, base + 2, base + 3]
 
 
-def test_a_compile_left_running_by_a_dead_worker_is_resumed(engine_factory: Callable[..., Engine]) -> None:
+def test_a_compile_left_running_by_a_dead_worker_is_resumed(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     engine = engine_factory(NETWORKS)
     seed_networks(engine, 3)
     orphan = CompileRow(env_id=engine.context(None).env_id, kind="full", status="running", reason="crashed")
     with engine.db.write() as session:
         session.add(orphan)
-    engine.worker.drain()
-    resumed = engine.get_compile(None, orphan.id)
+    engine.processing.drain()
+    resumed = engine.facades.compiles.get_compile(RequestContext.local(), orphan.id)
     assert resumed.status == "success"
     assert resumed.desired_state_version == 1
 
 
-def test_embedded_worker_and_wait(engine_factory: Callable[..., Engine]) -> None:
+def test_embedded_worker_and_wait(engine_factory: Callable[..., ApiRuntime]) -> None:
     engine = engine_factory(NETWORKS, embedded_worker=True)
     seed_networks(engine, 5)
-    done = engine.request_compile(None, kind="full", wait=True, timeout=60)
+    done = engine.facades.compiles.request_compile(RequestContext.local(), kind="full", wait=True, timeout=60)
     assert done.status == "success"
-    assert engine.desired_state(None, done.desired_state_version or 0)["resource_count"] == 26
+    assert (
+        engine.facades.desired_state.desired_state(
+            RequestContext.local(), done.desired_state_version or 0
+        ).resource_count
+        == 26
+    )
 
 
-def test_instance_resources_follow_the_latest_desired_state(engine_factory: Callable[..., Engine]) -> None:
+def test_instance_resources_follow_the_latest_desired_state(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     engine = engine_factory(ROUTER_PORT)
-    router = engine.create_instance(None, "router", {"mgmt_ip": "10.0.0.9", "name": "r9"})
-    engine.worker.drain()
-    port = engine.create_instance(None, "port", {"router": router.id, "name": "eth0"})
-    engine.worker.drain()
-    resources = engine.instance_resources(None, "port", port.id)
-    assert [r["id"] for r in resources] == ["net::Interface[10.0.0.9,name=eth0]"]
-    assert resources[0]["set"] == router.id
-    latest = engine.list_desired_states(None)[0]["version"]
-    assert resources[0]["desired_state_version"] == latest
-    assert [r["id"] for r in engine.instance_resources(None, "router", router.id)] == [
-        "net::Router[10.0.0.9,name=r9]"
-    ]
+    router = engine.facades.inventory.create_instance(
+        RequestContext.local(), "router", {"mgmt_ip": "10.0.0.9", "name": "r9"}
+    )
+    engine.processing.drain()
+    port = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"router": router.id, "name": "eth0"}
+    )
+    engine.processing.drain()
+    resources = engine.facades.inventory.instance_resources(RequestContext.local(), "port", port.id)
+    assert [r.id for r in resources] == ["net::Interface[10.0.0.9,name=eth0]"]
+    assert resources[0].set == router.id
+    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version
+    assert resources[0].desired_state_version == latest
+    assert [
+        r.id for r in engine.facades.inventory.instance_resources(RequestContext.local(), "router", router.id)
+    ] == ["net::Router[10.0.0.9,name=r9]"]
 
 
 def test_import_with_a_taken_identity_is_a_conflict_and_imports_nothing(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     import pytest
 
@@ -181,13 +228,16 @@ def test_import_with_a_taken_identity_is_a_conflict_and_imports_nothing(
     engine = engine_factory(NETWORKS)
     seed_networks(engine, 2)
     with pytest.raises(Conflict):
-        engine.import_instances(None, "network", "up", [{"name": "fresh"}, {"name": "net1"}])
+        engine.facades.inventory.import_instances(
+            RequestContext.local(), "network", "up", [{"name": "fresh"}, {"name": "net1"}]
+        )
     assert (
-        engine.list_instances(None, "network", limit=10) and len(engine.list_instances(None, "network")) == 2
+        engine.facades.inventory.list_instances(RequestContext.local(), "network", limit=10)
+        and len(engine.facades.inventory.list_instances(RequestContext.local(), "network")) == 2
     )
 
 
-def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callable[..., Engine]) -> None:
+def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callable[..., ApiRuntime]) -> None:
     import pytest
 
     from lsm.errors import UnknownVersion
@@ -196,17 +246,19 @@ def test_old_desired_state_versions_are_garbage_collected(engine_factory: Callab
     ids = seed_networks(engine, 3)
     full_compile(engine)
     for i in range(9):
-        engine.request_compile(None, kind="partial", instance_ids=[ids[i % 3]])
-        engine.worker.drain()
-    versions = [v["version"] for v in engine.list_desired_states(None)]
+        engine.facades.compiles.request_compile(
+            RequestContext.local(), kind="partial", instance_ids=[ids[i % 3]]
+        )
+        engine.processing.drain()
+    versions = [v.version for v in engine.facades.desired_state.list_desired_states(RequestContext.local())]
     assert versions == [10, 9, 8]
     with pytest.raises(UnknownVersion):
-        engine.desired_state(None, 1)
-    assert engine.desired_state(None, 8)["resource_count"] == 16
+        engine.facades.desired_state.desired_state(RequestContext.local(), 1)
+    assert engine.facades.desired_state.desired_state(RequestContext.local(), 8).resource_count == 16
 
 
 def test_import_checks_relations_in_one_batch_and_logs_each_instance(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     import uuid
 
@@ -215,32 +267,51 @@ def test_import_checks_relations_in_one_batch_and_logs_each_instance(
     from lsm.errors import InvalidAttributes
 
     engine = engine_factory(ROUTER_PORT)
-    (router,) = engine.import_instances(None, "router", "up", [{"mgmt_ip": "10.1.0.1", "name": "r"}])
+    (router,) = engine.facades.inventory.import_instances(
+        RequestContext.local(), "router", "up", [{"mgmt_ip": "10.1.0.1", "name": "r"}]
+    )
     missing = str(uuid.uuid4())
     with pytest.raises(InvalidAttributes) as err:
-        engine.import_instances(
-            None, "port", "up", [{"router": router, "name": "eth0"}, {"router": missing, "name": "eth1"}]
+        engine.facades.inventory.import_instances(
+            RequestContext.local(),
+            "port",
+            "up",
+            [{"router": router, "name": "eth0"}, {"router": missing, "name": "eth1"}],
         )
     assert err.value.errors == [{"path": "[1].router", "reason": f"no live router instance {missing}"}]
-    assert engine.list_instances(None, "port") == []
-    (port,) = engine.import_instances(None, "port", "up", [{"router": router, "name": "eth0"}])
-    log = engine.instance_log(None, "port", port)
+    assert engine.facades.inventory.list_instances(RequestContext.local(), "port") == []
+    (port,) = engine.facades.inventory.import_instances(
+        RequestContext.local(), "port", "up", [{"router": router, "name": "eth0"}]
+    )
+    log = engine.facades.inventory.instance_log(RequestContext.local(), "port", port)
     assert [(e.source, e.target, e.trigger) for e in log] == [(None, "up", "import")]
-    assert engine.get_instance(None, "port", port).owner == router
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port).owner == router
 
 
-def test_recompile_backoff_holds_exports_but_never_validations(engine_factory: Callable[..., Engine]) -> None:
+def test_recompile_backoff_holds_exports_but_never_validations(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     engine = engine_factory(NETWORKS, recompile_backoff=3600)
     ids = seed_networks(engine, 2)
-    waiting = engine.request_compile(None, kind="full")
-    created = engine.create_instance(None, "network", {"name": "late"})
-    engine.worker.drain()
-    assert engine.get_compile(None, waiting.id).status == "queued"  # within its back-off
-    assert engine.get_instance(None, "network", created.id).state == "creating"  # validated meanwhile
-    engine.set_setting(None, "recompile_backoff", 0)
-    engine.worker.drain()
-    assert engine.get_compile(None, waiting.id).status == "success"
-    assert set(engine.desired_state(None, engine.list_desired_states(None)[0]["version"])["sets"]) == {
+    waiting = engine.facades.compiles.request_compile(RequestContext.local(), kind="full")
+    created = engine.facades.inventory.create_instance(RequestContext.local(), "network", {"name": "late"})
+    engine.processing.drain()
+    assert (
+        engine.facades.compiles.get_compile(RequestContext.local(), waiting.id).status == "queued"
+    )  # within its back-off
+    assert (
+        engine.facades.inventory.get_instance(RequestContext.local(), "network", created.id).state
+        == "creating"
+    )  # validated meanwhile
+    engine.facades.environments.set_setting(RequestContext.local(), "recompile_backoff", 0)
+    engine.processing.drain()
+    assert engine.facades.compiles.get_compile(RequestContext.local(), waiting.id).status == "success"
+    assert set(
+        engine.facades.desired_state.desired_state(
+            RequestContext.local(),
+            engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version,
+        ).sets
+    ) == {
         *ids,
         created.id,
     }

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
+from lsm.errors import ExportRuleViolation
 from lsm.inventory.database import Database
 from tests.desired_state import WriteCounter, new_env, rec, row_counts
 
@@ -177,3 +178,42 @@ def test_reads_and_full_exports_only_visit_their_own_environment(db: Database) -
             statement,
             plan,
         )
+
+
+def shared_requiring_base(sets: int) -> ExportRequest:
+    """``sets`` sets of one resource each, and per set a shared resource requiring that resource."""
+    return ExportRequest(
+        "full",
+        sets={f"set-{i:05}": [rec(f"r{i}", i=i)] for i in range(sets)},
+        shared=[rec(f"watch{i}", requires=(f"r{i}",)) for i in range(sets)],
+    )
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_dangling_requires_check_rides_on_the_reverse_requires_index(db: Database) -> None:
+    """Rule 6 for stored shared resources: the same rows are read and written whatever the
+    number of shared resources, and every statement is an index search (EXPLAIN QUERY PLAN)."""
+    store = DesiredStateStore(db)
+    small, large = new_env(db), new_env(db)
+    store.export(small, shared_requiring_base(100))
+    store.export(large, shared_requiring_base(5_000))
+    change = ExportRequest("partial", sets={"set-00042": [rec("r42", i=-42)]})
+    written: list[int] = []
+    for env in (small, large):
+        with WriteCounter(db).counting() as counter:
+            store.export(env, change)
+        written.append(counter.rows)
+        with pytest.raises(ExportRuleViolation, match=r"watch43.*requires.*r43"):
+            store.export(env, ExportRequest("partial", deleted_sets=["set-00043"]))
+    assert written[0] == written[1] == 2 + 2 + 2  # close revision + resource, insert both, version + head
+
+    statements: list[tuple[str, Any]] = []
+    stop = captured(db.write_engine, statements)
+    try:
+        with pytest.raises(ExportRuleViolation):
+            store.export(large, ExportRequest("partial", deleted_sets=["set-00044"]))
+    finally:
+        stop()
+    assert any("ds_shared_require" in statement for statement, _ in statements)
+    for statement, plan in explain_all(db, statements):
+        assert plan and all(step.startswith("SEARCH") for step in plan), (statement, plan)

@@ -85,6 +85,7 @@ def test_version_headers_say_what_changed(store: DesiredStateStore, env: str) ->
         sets_replaced=["b", "c"],
         sets_deleted=["a"],
         resource_count=2,
+        set_count=2,
     )
     assert store.get_version(env, 2) == info
     first = store.get_version(env, 1)

@@ -1,7 +1,7 @@
 """Random sequences of partial exports against a plain in-memory model of the desired state.
 
 The model is a dict ``set name -> {id: record}`` plus a dict of shared records; a partial
-export replaces, deletes or adds to it as SEMANTICS.md section 4 says, or is rejected (the
+export replaces, deletes or adds to it as docs/semantics.md §4 says, or is rejected (the
 model then predicts the rule). After every step the store's latest version must equal the
 model; at the end every version ever stored must still read back as the model was then, also
 after retention removed the oldest ones.

@@ -1,4 +1,4 @@
-"""The export rules of SEMANTICS.md section 4: one test per rule and case, with the exact message
+"""The export rules of docs/semantics.md §4: one test per rule and case, with the exact message
 and details, and proof that a rejected export wrote nothing (every desired-state row is the
 same before and after, and the latest version did not move)."""
 
@@ -221,6 +221,59 @@ def test_rule6_a_shared_resource_may_not_require_what_the_export_removes(
         f"resource {rid_of('t')} in shared requires {X}, which is neither in the export nor kept "
         "from the previous version"
     )
+
+
+@pytest.fixture
+def env_with_shared_edge(db: Database, store: DesiredStateStore) -> str:
+    """Version 1: sets a = {x}, b = {y}; shared = {s -> x} (a stored shared resource requiring x)."""
+    env_id = new_env(db)
+    store.export(
+        env_id,
+        ExportRequest("full", sets={"a": [rec("x")], "b": [rec("y")]}, shared=[rec("s", requires=("x",))]),
+    )
+    return env_id
+
+
+def test_rule6_a_partial_may_not_delete_a_set_a_stored_shared_resource_requires(
+    db: Database, store: DesiredStateStore, env_with_shared_edge: str
+) -> None:
+    error = rejected(db, store, env_with_shared_edge, partial(deleted_sets=["a"]))
+    assert error.message == (
+        f"stored shared resource {S} requires {X}, which this export removes from resource set a"
+    )
+    assert error.details == {"rule": 6, "resources": [S, X], "sets": ["a", "shared"]}
+
+
+def test_rule6_a_partial_may_not_replace_a_set_without_what_a_stored_shared_resource_requires(
+    db: Database, store: DesiredStateStore, env_with_shared_edge: str
+) -> None:
+    error = rejected(db, store, env_with_shared_edge, partial({"a": [rec("z")]}))
+    assert error.details == {"rule": 6, "resources": [S, X], "sets": ["a", "shared"]}
+    # an empty export of the set deletes it: the same edge would dangle
+    error = rejected(db, store, env_with_shared_edge, partial({"a": []}))
+    assert error.details["resources"] == [S, X]
+
+
+def test_rule6_a_required_resource_may_change_or_move_between_replaced_sets(
+    store: DesiredStateStore, env_with_shared_edge: str
+) -> None:
+    env = env_with_shared_edge
+    store.export(env, partial({"a": [rec("x", v=2)]}))
+    store.export(env, partial({"a": [rec("z")], "c": [rec("x")]}))
+    store.export(env, partial(deleted_sets=["b"]))  # b holds nothing s requires
+    assert store.content(env, 4).sets == {"a": [rid_of("z")], "c": [X]}
+
+
+def test_a_full_export_drops_the_edge_with_the_shared_resource(
+    store: DesiredStateStore, env_with_shared_edge: str
+) -> None:
+    env = env_with_shared_edge
+    store.export(env, ExportRequest("full", sets={"a": [rec("x")], "b": [rec("y")]}))  # s is gone
+    store.export(env, partial(deleted_sets=["a"]))  # nothing requires x any more
+    assert store.content(env, 3).sets == {"b": [rid_of("y")]}
+    store.export(env, ExportRequest("full", sets={"b": [rec("y")]}, shared=[rec("s", requires=("y",))]))
+    with pytest.raises(ExportRuleViolation):
+        store.export(env, partial(deleted_sets=["b"]))
 
 
 # -- rule 7: the first version comes from a full export --------------------------------------------

@@ -17,10 +17,12 @@ from typing import Any
 
 import pytest
 
-from lsm.inventory.views import CompileOut, InstanceOut
+from lsm.facade import RequestContext
 from lsm.model import load_model
 from lsm.orchestration import ResourceOutcome
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.compile_reports import CompileOut
+from lsm.schemas.inventory import InstanceOut
 from tests.compiler.test_partial_equals_full import assert_partial_equals_full
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "tunnel")
@@ -36,28 +38,32 @@ def endpoint_id(agent: str, tunnel: str = "t1") -> str:
 class Net:
     """Ids of a small network: routers ``r<n>`` (10.0.0.<n>) with one port ``eth0`` each."""
 
-    engine: Engine
+    engine: ApiRuntime
     routers: dict[int, str]
     ports: dict[int, str]
     tunnels: dict[str, str]
 
     def get(self, entity: str, instance_id: str) -> InstanceOut:
-        return self.engine.get_instance(ENV, entity, instance_id)
+        return self.engine.facades.inventory.get_instance(RequestContext.local(ENV), entity, instance_id)
 
     def latest(self) -> dict[str, Any]:
         """The newest desired-state version, with its sets."""
-        version = self.engine.list_desired_states(ENV, limit=1)[0]["version"]
-        return self.engine.desired_state(ENV, version)
+        versions = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)
+        return self.engine.facades.desired_state.desired_state(
+            RequestContext.local(ENV), versions[0].version
+        ).model_dump()
 
     def resource(self, resource_id: str) -> dict[str, Any]:
         """A resource of the newest desired state, with the set it is in."""
-        version = self.engine.list_desired_states(ENV, limit=1)[0]["version"]
-        resources = self.engine.desired_state_resources(ENV, version)
-        return next(r for r in resources if r["id"] == resource_id)
+        versions = self.engine.facades.desired_state.list_desired_states(RequestContext.local(ENV), limit=1)
+        resources = self.engine.facades.desired_state.desired_state_resources(
+            RequestContext.local(ENV), versions[0].version
+        )
+        return next(r.model_dump() for r in resources if r.id == resource_id)
 
     def last_export(self) -> CompileOut:
         """The newest exporting (non-validation) compile that ran (not merged into another)."""
-        compiles = self.engine.list_compiles(ENV, limit=1000)
+        compiles = self.engine.facades.compiles.list_compiles(RequestContext.local(ENV), limit=1000)
         return next(c for c in compiles if c.kind != "validation" and c.merged_into is None)
 
     def deploy(self, entity: str, instance_id: str) -> InstanceOut:
@@ -74,49 +80,67 @@ class Net:
 
     def update(self, entity: str, instance_id: str, **attributes: Any) -> None:
         instance = self.get(entity, instance_id)
-        self.engine.update_instance(
-            ENV, entity, instance_id, current_version=instance.version, attributes=attributes
+        self.engine.facades.inventory.update_instance(
+            RequestContext.local(ENV),
+            entity,
+            instance_id,
+            current_version=instance.version,
+            attributes=attributes,
         )
-        self.engine.worker.drain()
+        self.engine.processing.drain()
 
     def add_tunnel(self, name: str, a: int, b: int) -> InstanceOut:
         attributes = {"name": name, "a": self.ports[a], "b": self.ports[b], "key": f"key-{name}"}
-        created = self.engine.create_instance(ENV, "tunnel", attributes)
+        created = self.engine.facades.inventory.create_instance(
+            RequestContext.local(ENV), "tunnel", attributes
+        )
         self.tunnels[name] = created.id
-        self.engine.worker.drain()
+        self.engine.processing.drain()
         return self.get("tunnel", created.id)
 
 
 def build(
-    engine: Engine, routers: int = 2, tunnels: tuple[tuple[str, int, int], ...] = (("t1", 1, 2),)
+    engine: ApiRuntime, routers: int = 2, tunnels: tuple[tuple[str, int, int], ...] = (("t1", 1, 2),)
 ) -> Net:
     """Routers ``1..routers`` (a port each) and ``(name, a, b)`` tunnels between those ports,
     created through the lifecycle (validation, promote, exporting compile): all ``creating``."""
     net = Net(engine, {}, {}, {})
     for n in range(1, routers + 1):
         attributes = {"mgmt_ip": f"10.0.0.{n}", "name": f"r{n}"}
-        net.routers[n] = engine.create_instance(ENV, "router", attributes).id
-    engine.worker.drain()
+        net.routers[n] = engine.facades.inventory.create_instance(
+            RequestContext.local(ENV), "router", attributes
+        ).id
+    engine.processing.drain()
     for n, router_id in net.routers.items():
-        net.ports[n] = engine.create_instance(ENV, "port", {"router": router_id, "name": "eth0"}).id
-    engine.worker.drain()
+        net.ports[n] = engine.facades.inventory.create_instance(
+            RequestContext.local(ENV), "port", {"router": router_id, "name": "eth0"}
+        ).id
+    engine.processing.drain()
     for name, a, b in tunnels:
         assert net.add_tunnel(name, a, b).state == "creating"
     return net
 
 
-def import_up(engine: Engine) -> Net:
+def import_up(engine: ApiRuntime) -> Net:
     """The same two-router network imported straight into ``up``, then one full compile."""
-    routers = engine.import_instances(
-        ENV, "router", "up", [{"mgmt_ip": f"10.0.0.{n}", "name": f"r{n}"} for n in (1, 2)]
+    routers = engine.facades.inventory.import_instances(
+        RequestContext.local(ENV),
+        "router",
+        "up",
+        [{"mgmt_ip": f"10.0.0.{n}", "name": f"r{n}"} for n in (1, 2)],
     )
-    ports = engine.import_instances(ENV, "port", "up", [{"router": r, "name": "eth0"} for r in routers])
-    tunnels = engine.import_instances(
-        ENV, "tunnel", "up", [{"name": "t1", "a": ports[0], "b": ports[1], "key": "key-t1"}]
+    ports = engine.facades.inventory.import_instances(
+        RequestContext.local(ENV), "port", "up", [{"router": r, "name": "eth0"} for r in routers]
     )
-    done = engine.request_compile(ENV, kind="full")
-    engine.worker.drain()
-    assert engine.get_compile(ENV, done.id).status == "success"
+    tunnels = engine.facades.inventory.import_instances(
+        RequestContext.local(ENV),
+        "tunnel",
+        "up",
+        [{"name": "t1", "a": ports[0], "b": ports[1], "key": "key-t1"}],
+    )
+    done = engine.facades.compiles.request_compile(RequestContext.local(ENV), kind="full")
+    engine.processing.drain()
+    assert engine.facades.compiles.get_compile(RequestContext.local(ENV), done.id).status == "success"
     return Net(engine, dict(enumerate(routers, 1)), dict(enumerate(ports, 1)), {"t1": tunnels[0]})
 
 
@@ -133,7 +157,7 @@ def test_the_tunnel_is_its_own_root_and_the_model_registers_its_selector() -> No
 # -- selectors that keep the tunnel's set right -----------------------------------------------
 @pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
 def test_a_new_tunnel_exports_one_endpoint_per_side_in_its_own_set(
-    engine_factory: Callable[..., Engine], selector: str
+    engine_factory: Callable[..., ApiRuntime], selector: str
 ) -> None:
     net = build(engine_factory(EXAMPLE, selector=selector))
     tunnel = net.tunnels["t1"]
@@ -155,7 +179,7 @@ def test_a_new_tunnel_exports_one_endpoint_per_side_in_its_own_set(
 
 @pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
 def test_changing_a_ports_mtu_recompiles_the_tunnel_in_the_ports_partial_compile(
-    engine_factory: Callable[..., Engine], selector: str
+    engine_factory: Callable[..., ApiRuntime], selector: str
 ) -> None:
     net = build(engine_factory(EXAMPLE, selector=selector))
     net.deploy_all()
@@ -175,7 +199,7 @@ def test_changing_a_ports_mtu_recompiles_the_tunnel_in_the_ports_partial_compile
     [("tunnel", [1, 2], ["t1"]), ("relation_closure", [1, 2, 3], ["t1", "t2"])],
 )
 def test_the_tunnel_selector_stops_one_hop_out_where_relation_closure_takes_the_component(
-    engine_factory: Callable[..., Engine], selector: str, routers: list[int], tunnels: list[str]
+    engine_factory: Callable[..., ApiRuntime], selector: str, routers: list[int], tunnels: list[str]
 ) -> None:
     """r1 -t1- r2 -t2- r3: a change of r1's port needs t1 and r2 (t1 reads r2), not t2 or r3."""
     engine = engine_factory(EXAMPLE, selector=selector)
@@ -192,12 +216,14 @@ def test_the_tunnel_selector_stops_one_hop_out_where_relation_closure_takes_the_
 
 @pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
 def test_a_compile_requested_for_a_tunnel_brings_both_routers_trees(
-    engine_factory: Callable[..., Engine], selector: str
+    engine_factory: Callable[..., ApiRuntime], selector: str
 ) -> None:
     net = build(engine_factory(EXAMPLE, selector=selector))
-    requested = net.engine.request_compile(ENV, kind="partial", instance_ids=[net.tunnels["t1"]])
-    net.engine.worker.drain()
-    done = net.engine.get_compile(ENV, requested.id)
+    requested = net.engine.facades.compiles.request_compile(
+        RequestContext.local(ENV), kind="partial", instance_ids=[net.tunnels["t1"]]
+    )
+    net.engine.processing.drain()
+    done = net.engine.facades.compiles.get_compile(RequestContext.local(ENV), requested.id)
     assert done.status == "success", done.report
     assert done.report["selected"] == {
         "router": sorted(net.routers.values()),
@@ -208,17 +234,19 @@ def test_a_compile_requested_for_a_tunnel_brings_both_routers_trees(
 
 @pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
 def test_a_deleted_tunnel_purges_its_endpoints_then_its_set_is_deleted(
-    engine_factory: Callable[..., Engine], selector: str
+    engine_factory: Callable[..., ApiRuntime], selector: str
 ) -> None:
     net = build(engine_factory(EXAMPLE, selector=selector))
     net.deploy_all()
     tunnel = net.get("tunnel", net.tunnels["t1"])
-    net.engine.delete_instance(ENV, "tunnel", tunnel.id, current_version=tunnel.version)
-    net.engine.worker.drain()
+    net.engine.facades.inventory.delete_instance(
+        RequestContext.local(ENV), "tunnel", tunnel.id, current_version=tunnel.version
+    )
+    net.engine.processing.drain()
     assert net.get("tunnel", tunnel.id).state == "deleting"
     assert net.resource(endpoint_id("10.0.0.1"))["attributes"]["purged"] is True
     assert net.deploy("tunnel", tunnel.id).state == "terminated"
-    net.engine.worker.drain()
+    net.engine.processing.drain()
     assert tunnel.id not in net.latest()["sets"]
     assert set(net.latest()["sets"]) == set(net.routers.values())
     assert_partial_equals_full(net.engine, net.engine.context(ENV).env_id)
@@ -232,7 +260,7 @@ def test_a_deleted_tunnel_purges_its_endpoints_then_its_set_is_deleted(
 
 @pytest.mark.parametrize("selector", ["tunnel", "relation_closure"])
 def test_deleting_a_port_under_a_live_tunnel_breaks_the_tunnels_compiles_once_it_is_terminated(
-    engine_factory: Callable[..., Engine], selector: str
+    engine_factory: Callable[..., ApiRuntime], selector: str
 ) -> None:
     """A known limit of this model on ``simple``, pinned so that nobody mistakes it for a
     selector bug: nothing stops the delete of a port that a live tunnel refers to.
@@ -245,12 +273,14 @@ def test_deleting_a_port_under_a_live_tunnel_breaks_the_tunnels_compiles_once_it
     net = build(engine_factory(EXAMPLE, selector=selector))
     net.deploy_all()
     port = net.get("port", net.ports[2])
-    net.engine.delete_instance(ENV, "port", port.id, current_version=port.version)
-    net.engine.worker.drain()
+    net.engine.facades.inventory.delete_instance(
+        RequestContext.local(ENV), "port", port.id, current_version=port.version
+    )
+    net.engine.processing.drain()
     assert net.last_export().status == "success"  # deleting: still exported (purged), still readable
     before = net.latest()["version"]
     assert net.deploy("port", port.id).state == "terminated"
-    net.engine.worker.drain()
+    net.engine.processing.drain()
     compile_ = net.last_export()
     assert compile_.status == "failed"
     assert compile_.report["error"]["error"] == "model_error"
@@ -260,31 +290,33 @@ def test_deleting_a_port_under_a_live_tunnel_breaks_the_tunnels_compiles_once_it
 
 
 def test_a_tunnel_with_both_ends_on_one_router_is_rejected_naming_the_router(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     engine = engine_factory(EXAMPLE, selector="tunnel")
     net = build(engine, routers=1, tunnels=())
-    second = engine.create_instance(ENV, "port", {"router": net.routers[1], "name": "eth1"})
-    engine.worker.drain()
+    second = engine.facades.inventory.create_instance(
+        RequestContext.local(ENV), "port", {"router": net.routers[1], "name": "eth1"}
+    )
+    engine.processing.drain()
     net.ports[2] = second.id
     assert net.add_tunnel("t1", 1, 2).state == "rejected"
-    last = engine.instance_log(ENV, "tunnel", net.tunnels["t1"])[-1]
+    last = engine.facades.inventory.instance_log(RequestContext.local(ENV), "tunnel", net.tunnels["t1"])[-1]
     assert last.compile_id is not None
-    error = engine.get_compile(ENV, last.compile_id).report["error"]
+    error = engine.facades.compiles.get_compile(RequestContext.local(ENV), last.compile_id).report["error"]
     assert "tunnel t1: both ends are on router r1" in error["message"]
 
 
 # -- the default selector: what goes wrong without a custom one -----------------------------------
 def test_with_owner_tree_a_new_tunnel_is_rejected_because_its_ports_are_not_in_its_validation(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     """The tunnel is its own tree, so its validation compile holds the tunnel alone."""
     net = build(engine_factory(EXAMPLE), tunnels=())
     tunnel = net.add_tunnel("t1", 1, 2)
     assert tunnel.state == "rejected"
-    last = net.engine.instance_log(ENV, "tunnel", tunnel.id)[-1]
+    last = net.engine.facades.inventory.instance_log(RequestContext.local(ENV), "tunnel", tunnel.id)[-1]
     assert last.compile_id is not None
-    report = net.engine.get_compile(ENV, last.compile_id).report
+    report = net.engine.facades.compiles.get_compile(RequestContext.local(ENV), last.compile_id).report
     assert report["selected"] == {"router": [], "port": [], "tunnel": [tunnel.id]}
     for attribute, port in (("a", net.ports[1]), ("b", net.ports[2])):
         expected = f"attribute '{attribute}' refers to port {port}, which is not in this compile"
@@ -292,13 +324,15 @@ def test_with_owner_tree_a_new_tunnel_is_rejected_because_its_ports_are_not_in_i
 
 
 def test_with_owner_tree_a_ports_partial_compile_leaves_the_tunnels_set_stale(
-    engine_factory: Callable[..., Engine],
+    engine_factory: Callable[..., ApiRuntime],
 ) -> None:
     """The export succeeds (the tunnel's set is simply not replaced) and is silently wrong.
 
     The tunnel can not be created through the lifecycle with this selector (see above), so the
     network is imported in ``up`` and fully compiled; the port update then goes through the
-    lifecycle as usual. Only a full compile repairs the tunnel's set.
+    lifecycle as usual. Only a complete full compile repairs the tunnel's set: an incremental
+    one (the default) trusts the selector exactly as the partial compile did, finds the port
+    compiled at its current version, and keeps every set.
     """
     net = import_up(engine_factory(EXAMPLE))
     net.update("port", net.ports[1], mtu=9000)
@@ -312,7 +346,10 @@ def test_with_owner_tree_a_ports_partial_compile_leaves_the_tunnels_set_stale(
     env_id = net.engine.context(ENV).env_id
     with pytest.raises(AssertionError, match=re.escape(endpoint_id("10.0.0.1"))):
         assert_partial_equals_full(net.engine, env_id)
-    net.engine.request_compile(ENV, kind="full")
-    net.engine.worker.drain()
+    net.engine.facades.compiles.request_compile(RequestContext.local(ENV), kind="full")
+    net.engine.processing.drain()
+    assert net.resource(endpoint_id("10.0.0.1"))["attributes"]["mtu"] == 1500
+    net.engine.facades.compiles.request_compile(RequestContext.local(ENV), kind="full", incremental=False)
+    net.engine.processing.drain()
     assert net.resource(endpoint_id("10.0.0.1"))["attributes"]["mtu"] == 9000
     assert_partial_equals_full(net.engine, env_id)

@@ -1,7 +1,8 @@
-"""The bundled lifecycles are a contract: SEMANTICS.md section 1, transfer for transfer.
+"""The bundled lifecycles are a contract: docs/semantics.md §1, transfer for transfer.
 
-The expected data below is copied from SEMANTICS.md by hand, not derived from the YAML, so
-that an edit of either file that the other does not follow makes this test fail.
+The expected data below is written out by hand from docs/semantics.md §1, not derived from
+the YAML, so that an edit of the YAML that the documented table does not follow makes this
+test fail.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ SIMPLE_STATES: dict[str, tuple[str, bool, str | None, str | None, bool, bool]] =
     "terminated": ("info", False, None, None, False, True),
 }
 
-# (source, target, error, trigger, validate, target_operation), numbered as in SEMANTICS.md
+# (source, target, error, trigger, validate, target_operation), numbered as in docs/semantics.md §1
 R = "resource_based"
 SIMPLE_TRANSFERS: list[tuple[str, str, str | None, str, bool, str | None]] = [
     ("start", "acknowledged", "rejected", "auto", True, None),  # 1

@@ -16,7 +16,7 @@ from lsm.lifecycle import LifecycleMachine, LifecycleRegistry, LifecycleSpec, St
 R: Final = "resource_based"
 
 # (source, trigger, api target, success) -> (destination, operation, changes_desired_state, is_noop)
-# Written out by hand from SEMANTICS.md's table and the desired-state rule, one line per edge.
+# Written out by hand from the table of docs/semantics.md §1 and the desired-state rule, one line per edge.
 SIMPLE_EDGES: list[tuple[tuple[str, str, str | None, bool], tuple[str, str | None, bool, bool]]] = [
     (("start", "auto", None, True), ("acknowledged", None, False, False)),  # 1
     (("start", "auto", None, False), ("rejected", None, False, False)),

@@ -1,4 +1,4 @@
-"""Attribute-set operations move the three sets as SEMANTICS.md section 2 says, and copy them."""
+"""Attribute-set operations move the three sets as docs/semantics.md §2 says, and copy them."""
 
 from __future__ import annotations
 

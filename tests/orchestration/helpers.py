@@ -4,27 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsm.inventory.views import InstanceOut
+from lsm.facade import RequestContext
 from lsm.orchestration import ResourceOutcome, ValidationOutcome
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
 
 
 class Driver:
     """Operator requests go through the engine facade; outcomes through the orchestrator."""
 
-    def __init__(self, engine: Engine, entity: str = "thing") -> None:
+    def __init__(self, engine: ApiRuntime, entity: str = "thing") -> None:
         self.engine = engine
         self.entity = entity
         self.ctx = engine.context(None)
         self.created = 0
 
     def get(self, instance: InstanceOut) -> InstanceOut:
-        return self.engine.get_instance(None, self.entity, instance.id)
+        return self.engine.facades.inventory.get_instance(RequestContext.local(), self.entity, instance.id)
 
     def create(self, **attributes: Any) -> InstanceOut:
         self.created += 1
         attributes.setdefault("name", f"t{self.created}")
-        return self.engine.create_instance(None, self.entity, attributes)
+        return self.engine.facades.inventory.create_instance(RequestContext.local(), self.entity, attributes)
 
     def validate(self, instance: InstanceOut, ok: bool, **allocations: Any) -> InstanceOut:
         command = ValidationOutcome(
@@ -43,16 +44,26 @@ class Driver:
         return self.get(instance)
 
     def update(self, instance: InstanceOut, **attributes: Any) -> InstanceOut:
-        return self.engine.update_instance(
-            None, self.entity, instance.id, current_version=instance.version, attributes=attributes
+        return self.engine.facades.inventory.update_instance(
+            RequestContext.local(),
+            self.entity,
+            instance.id,
+            current_version=instance.version,
+            attributes=attributes,
         )
 
     def delete(self, instance: InstanceOut) -> InstanceOut:
-        return self.engine.delete_instance(None, self.entity, instance.id, current_version=instance.version)
+        return self.engine.facades.inventory.delete_instance(
+            RequestContext.local(), self.entity, instance.id, current_version=instance.version
+        )
 
     def set_state(self, instance: InstanceOut, target: str) -> InstanceOut:
-        return self.engine.set_state(
-            None, self.entity, instance.id, current_version=instance.version, target_state=target
+        return self.engine.facades.inventory.set_state(
+            RequestContext.local(),
+            self.entity,
+            instance.id,
+            current_version=instance.version,
+            target_state=target,
         )
 
     # -- paths to every stable state of `simple` ---------------------------------------------

@@ -6,15 +6,18 @@ import threading
 from collections.abc import Callable
 
 from lsm.errors import VersionConflict
-from lsm.runtime.engine import Engine
+from lsm.facade import RequestContext
+from lsm.runtime.wiring import ApiRuntime
 
 THREADS = 8
 UPDATES_PER_THREAD = 15
 
 
-def test_eight_threads_updating_one_instance_lose_no_update(engine_factory: Callable[..., Engine]) -> None:
+def test_eight_threads_updating_one_instance_lose_no_update(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     engine = engine_factory("tests.models.counters")
-    counter = engine.create_instance(None, "counter", {"name": "c"})
+    counter = engine.facades.inventory.create_instance(RequestContext.local(), "counter", {"name": "c"})
     accepted = [0] * THREADS
     conflicts = [0] * THREADS
     errors: list[BaseException] = []
@@ -22,11 +25,11 @@ def test_eight_threads_updating_one_instance_lose_no_update(engine_factory: Call
     def work(index: int) -> None:
         try:
             while accepted[index] < UPDATES_PER_THREAD:
-                current = engine.get_instance(None, "counter", counter.id)
+                current = engine.facades.inventory.get_instance(RequestContext.local(), "counter", counter.id)
                 value = (current.candidate_attributes or {})["value"]
                 try:
-                    engine.update_instance(
-                        None,
+                    engine.facades.inventory.update_instance(
+                        RequestContext.local(),
                         "counter",
                         counter.id,
                         current_version=current.version,
@@ -45,9 +48,11 @@ def test_eight_threads_updating_one_instance_lose_no_update(engine_factory: Call
     for thread in threads:
         thread.join()
     assert errors == []
-    final = engine.get_instance(None, "counter", counter.id)
+    final = engine.facades.inventory.get_instance(RequestContext.local(), "counter", counter.id)
     total = sum(accepted)
     assert total == THREADS * UPDATES_PER_THREAD
     assert final.version == 1 + total
     assert (final.candidate_attributes or {})["value"] == total
-    assert len(engine.instance_log(None, "counter", counter.id)) == 1 + total
+    assert (
+        len(engine.facades.inventory.instance_log(RequestContext.local(), "counter", counter.id)) == 1 + total
+    )

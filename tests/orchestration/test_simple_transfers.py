@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from lsm.inventory.views import InstanceOut
-from lsm.runtime.engine import Engine
+from lsm.facade import RequestContext
+from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
 
 Action = Callable[[Driver, InstanceOut], InstanceOut]
@@ -63,25 +64,25 @@ CASES: dict[int, tuple[str, Action, str, int, str]] = {
 @pytest.mark.parametrize(
     "number", sorted(CASES, key=lambda n: (abs(n), n < 0)), ids=lambda n: f"T{abs(n)}{'err' if n < 0 else ''}"
 )
-def test_transfer(engine: Engine, number: int) -> None:
+def test_transfer(engine: ApiRuntime, number: int) -> None:
     driver = Driver(engine)
     source, action, destination, bumps, last_trigger = CASES[number]
     before = driver.reach(source)
     after = action(driver, before)
     assert after.state == destination
     assert after.version == before.version + bumps
-    log = engine.instance_log(None, "thing", after.id)
+    log = engine.facades.inventory.instance_log(RequestContext.local(), "thing", after.id)
     assert log[-1].trigger == last_trigger
     assert [e.version for e in log] == sorted(e.version for e in log)
     assert log[-1].target == after.state or bumps == 0
 
 
-def test_every_transfer_of_simple_is_covered(engine: Engine) -> None:
+def test_every_transfer_of_simple_is_covered(engine: ApiRuntime) -> None:
     assert {abs(n) for n in CASES} | {2, 9, 10} == set(range(1, 30))
     assert len(engine.lifecycles.get("simple").transfers) == 29
 
 
-def test_create_then_validation_promotes_candidate(engine: Engine) -> None:
+def test_create_then_validation_promotes_candidate(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     created = driver.create(size=3)
     assert (created.version, created.state, created.desired_state_version) == (1, "start", 0)
@@ -91,7 +92,10 @@ def test_create_then_validation_promotes_candidate(engine: Engine) -> None:
     assert creating.active_attributes == {"name": "t1", "size": 3, "slot": 7, "tags": []}
     assert creating.candidate_attributes is None and creating.rollback_attributes is None
     assert creating.desired_state_version == 1
-    steps = [(e.source, e.target, e.trigger) for e in engine.instance_log(None, "thing", created.id)]
+    steps = [
+        (e.source, e.target, e.trigger)
+        for e in engine.facades.inventory.instance_log(RequestContext.local(), "thing", created.id)
+    ]
     assert steps == [
         (None, "start", "create"),
         ("start", "acknowledged", "validate"),
@@ -99,7 +103,7 @@ def test_create_then_validation_promotes_candidate(engine: Engine) -> None:
     ]
 
 
-def test_update_promote_and_rollback_move_attribute_sets(engine: Engine) -> None:
+def test_update_promote_and_rollback_move_attribute_sets(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     up = driver.reach("up")
     update_start = driver.update(up, size=9)
@@ -117,7 +121,7 @@ def test_update_promote_and_rollback_move_attribute_sets(engine: Engine) -> None
     assert rolled.desired_state_version == failed.desired_state_version + 1
 
 
-def test_clear_candidate_on_return_from_update_rejected(engine: Engine) -> None:
+def test_clear_candidate_on_return_from_update_rejected(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     rejected = driver.reach("update_rejected")
     assert rejected.candidate_attributes is not None
@@ -126,7 +130,7 @@ def test_clear_candidate_on_return_from_update_rejected(engine: Engine) -> None:
     assert up.active_attributes == rejected.active_attributes
 
 
-def test_stale_outcomes_are_ignored(engine: Engine) -> None:
+def test_stale_outcomes_are_ignored(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     created = driver.create()
     rejected = driver.validate(created, False)
@@ -138,11 +142,16 @@ def test_stale_outcomes_are_ignored(engine: Engine) -> None:
     assert driver.deploy(stale_deploy, False).state == "up"
 
 
-def test_terminated_instance_is_deleted_and_frees_its_identity(engine: Engine) -> None:
+def test_terminated_instance_is_deleted_and_frees_its_identity(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     terminated = driver.reach("terminated")
     assert terminated.deleted
-    assert engine.list_instances(None, "thing") == []
-    assert [i.id for i in engine.list_instances(None, "thing", include_deleted=True)] == [terminated.id]
+    assert engine.facades.inventory.list_instances(RequestContext.local(), "thing") == []
+    assert [
+        i.id
+        for i in engine.facades.inventory.list_instances(
+            RequestContext.local(), "thing", include_deleted=True
+        )
+    ] == [terminated.id]
     fresh = driver.create(name="t1")  # the identity of the terminated instance is free again
     assert fresh.id != terminated.id

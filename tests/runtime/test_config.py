@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from lsm.errors import ConfigurationError, InvalidSetting
+from lsm.facade import RequestContext
 from lsm.runtime.config import load_config
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -32,12 +33,17 @@ def test_lsm_toml_chooses_model_database_and_selector(
         "embedded_worker = false\n"
         '[settings]\nselector = "relation_closure"\n',
     )
-    engine = Engine(load_config(config_file))
+    engine = build_api(load_config(config_file))
     engine.start()
     try:
         assert engine.context(None).settings.selector == "relation_closure"
-        assert engine.get_settings(None)["selector"]["value"] == "relation_closure"
-        engine.set_setting(None, "selector", "tunnel")  # the environment's own setting wins
+        assert (
+            engine.facades.environments.get_settings(RequestContext.local())["selector"].value
+            == "relation_closure"
+        )
+        engine.facades.environments.set_setting(
+            RequestContext.local(), "selector", "tunnel"
+        )  # the environment's own setting wins
         assert engine.context(None).settings.selector == "tunnel"
         assert "tunnel" in engine.context(None).catalog
     finally:
@@ -54,7 +60,7 @@ def test_bad_configuration_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="colour"):
         load_config(write_toml(tmp_path, 'colour = "blue"\n'))
     with pytest.raises(InvalidSetting, match="partial_compiles"):
-        engine = Engine(
+        engine = build_api(
             load_config(
                 write_toml(
                     tmp_path,
@@ -66,10 +72,12 @@ def test_bad_configuration_is_named(tmp_path: Path) -> None:
         engine.start()
 
 
-def test_a_setting_changed_by_another_process_reaches_this_one(engine_factory: Callable[..., Engine]) -> None:
+def test_a_setting_changed_by_another_process_reaches_this_one(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
     api_process = engine_factory("tests.models.things")
     worker_process = engine_factory("tests.models.things")  # a second engine over the same database
     assert worker_process.context(None).settings.partial_compiles is True
-    api_process.set_setting(None, "partial_compiles", False)
+    api_process.facades.environments.set_setting(RequestContext.local(), "partial_compiles", False)
     worker_process.environments.refresh_after = 0.0  # instead of waiting out the 2 s cache
     assert worker_process.context(None).settings.partial_compiles is False

@@ -96,8 +96,12 @@ def test_entity_selector_selects_whole_trees_of_every_instance(db: Database) -> 
     site = inv.add("site", name="s")
     inv.flush()
     selector = EntitySelector(inv.view(), CATALOG, entities=["loopback"])
-    assert run_selector(selector, [site]) == _union(tree_selection(t1), tree_selection(t2))
+    expected = _union(tree_selection(t1), tree_selection(t2))
+    assert run_selector(selector, []) == expected
     assert selector.roots() == sorted([t1["router"], t2["router"]])
+    # a requested tree is always compiled, whatever the selector says (completeness)
+    assert run_selector(selector, [site]) == {**expected, "site": [site]}
+    assert selector.roots() == sorted([t1["router"], t2["router"], site])
     with pytest.raises(UnknownEntity):
         EntitySelector(inv.view(), CATALOG, entities="no_such_entity")
 

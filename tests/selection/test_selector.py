@@ -21,6 +21,7 @@ from lsm.selection import (
     Selector,
     UnionSelector,
     run_selector,
+    select,
 )
 from tests.selection import CATALOG, Inventory, count_statements, tree_selection
 
@@ -91,10 +92,13 @@ def test_the_one_method_form_is_normalised_and_gets_default_roots(db: Database) 
     inv.flush()
     selector = FixedSelector(inv.view(), CATALOG)
     selector.answer = {"port": [tree["ports"][1], tree["ports"][0], tree["ports"][1]]}
-    result = run_selector(selector, [])
-    assert result["port"] == sorted(tree["ports"])
-    assert set(result) == set(CATALOG.names())
+    result = select(selector, [])
+    assert result.answer["port"] == sorted(tree["ports"])
+    assert set(result.answer) == set(CATALOG.names())
     assert selector.roots() == [tree["router"]]
+    # two ports answered: the engine compiles their tree whole, and says what it added
+    assert result.instances == tree_selection(tree)
+    assert result.completed == sorted([tree["router"], tree["loopback"], *tree["subs"]])
 
 
 def test_roots_are_only_known_after_running(db: Database) -> None:
@@ -114,9 +118,9 @@ def test_union_selects_what_either_selects(db: Database) -> None:
     union = OwnerTreeSelector(view, CATALOG) | fixed
     assert isinstance(union, UnionSelector)
     result = run_selector(union, [t2["subs"][0]])
-    expected = tree_selection(t2)
+    # t1's port brings its whole tree: a set is only ever replaced from its complete tree
+    expected = {name: sorted([*ids, *tree_selection(t1)[name]]) for name, ids in tree_selection(t2).items()}
     expected["site"] = [site]
-    expected["port"] = sorted([*expected["port"], t1["ports"][0]])
     assert result == expected
     assert union.roots() == sorted([t1["router"], t2["router"], site])
 

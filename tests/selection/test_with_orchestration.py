@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from lsm_selectors.relation_closure import RelationClosureSelector
 
+from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
-from lsm.runtime.engine import Engine
+from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.selection import (
     AttributeSetName,
     InstanceRecord,
@@ -51,24 +52,26 @@ tunnel = Binding(Tunnel, name="tunnel")
 
 
 @pytest.fixture
-def engine(db: Database, tmp_path: Path) -> Iterator[Engine]:
+def engine(db: Database, tmp_path: Path) -> Iterator[ApiRuntime]:
     model = tmp_path / "tunnel_model.py"
     model.write_text(MODEL)
-    engine = Engine(ServerConfig(model=str(model), embedded_worker=False), db=db)
+    engine = build_api(ServerConfig(model=str(model), embedded_worker=False), db=db)
     engine.start()
     try:
         yield engine
     finally:
-        engine.ready = False  # the db fixture disposes of the database
+        engine.stop()  # the db fixture disposes of the database
 
 
 def candidate(record: InstanceRecord) -> AttributeSetName:
     return "candidate"  # freshly created instances only have a candidate set
 
 
-def test_owner_tree_and_relation_closure_over_orchestrated_instances(engine: Engine, db: Database) -> None:
+def test_owner_tree_and_relation_closure_over_orchestrated_instances(
+    engine: ApiRuntime, db: Database
+) -> None:
     def create(entity: str, **attributes: str) -> str:
-        return engine.create_instance(None, entity, attributes).id
+        return engine.facades.inventory.create_instance(RequestContext.local(), entity, attributes).id
 
     r1, r2, r3 = (create("router", name=n) for n in ("r1", "r2", "r3"))
     p1a, p1b = create("port", name="a", router=r1), create("port", name="b", router=r1)

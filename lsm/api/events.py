@@ -1,0 +1,67 @@
+"""``GET /api/v1/events``: server-sent events of the request's environment.
+
+Instance state changes (``event: instance_state``) and compile completions (``event:
+compile_finished``), each with the stream position as its ``id``; reconnect with
+``Last-Event-ID`` to resume right after it. The stream tails the tables (``lsm.facade.events``)
+so that changes made by other processes appear too: woken at once by changes of this process,
+it looks at the database every ``POLL_INTERVAL`` seconds otherwise, and sends a comment line
+every ``KEEPALIVE`` seconds of silence so that proxies keep the connection open. It ends when
+the client disconnects (Starlette cancels the stream); no thread is held while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from lsm.api.deps import ContextDep, FacadesDep
+from lsm.facade import Cursor, EventsFacade
+
+router = APIRouter(tags=["events"])
+
+#: seconds between two looks at the database when nothing was heard in this process
+POLL_INTERVAL = 0.5
+#: seconds of silence before a keep-alive comment
+KEEPALIVE = 15.0
+
+
+@router.get(
+    "/api/v1/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "The event stream."}},
+)
+async def events(
+    facades: FacadesDep,
+    ctx: ContextDep,
+    last_event_id: Annotated[
+        str | None, Header(alias="Last-Event-ID", description="Resume right after this event.")
+    ] = None,
+) -> StreamingResponse:
+    """Instance changes and compile completions of the environment, from now or after ``Last-Event-ID``."""
+    cursor = await run_in_threadpool(facades.events.start, ctx, last_event_id)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(_stream(facades.events, cursor), media_type="text/event-stream", headers=headers)
+
+
+async def _stream(feed: EventsFacade, cursor: Cursor) -> AsyncIterator[str]:
+    loop = asyncio.get_running_loop()
+    yield ": connected\n\n"
+    quiet_since = loop.time()
+    while True:
+        with feed.listener() as heard:
+            items = await run_in_threadpool(feed.read, cursor)
+            for item in items:
+                cursor = item.cursor
+                yield f"id: {cursor.encode()}\nevent: {item.kind}\ndata: {item.data.model_dump_json()}\n\n"
+            if items:
+                quiet_since = loop.time()
+                continue
+            await heard.wait(POLL_INTERVAL)
+        if loop.time() - quiet_since >= KEEPALIVE:
+            yield ": keep-alive\n\n"
+            quiet_since = loop.time()

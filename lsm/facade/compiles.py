@@ -1,0 +1,151 @@
+"""Compile requests and reports, as the API serves them.
+
+The request itself is written by ``lsm.inventory.compile_requests.enqueue`` (the one writer of
+compile rows), with the caller's actor and request id; the compile processing is woken through
+the orchestrator's listeners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from lsm.errors import InvalidInput
+from lsm.facade.context import RequestContext
+from lsm.facade.core import Core
+from lsm.inventory import repository as repo
+from lsm.inventory.compile_requests import CompileOrder, enqueue
+from lsm.inventory.views import compile_out
+from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
+from lsm.schemas.compiles import CompileKind, CompileStatus
+from lsm.selection import available_selectors
+from lsm.selection.specs import parameters_of, validate_spec
+
+FINISHED = (CompileStatus.SUCCESS.value, CompileStatus.FAILED.value)
+
+
+class CompilesFacade:
+    """Request compiles (full or partial, optionally waiting) and read the queue and history."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def request_compile(
+        self,
+        ctx: RequestContext,
+        *,
+        kind: str = "full",
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        wait: bool = False,
+        timeout: float = MAX_COMPILE_WAIT,
+        incremental: bool | None = None,
+        selector: Any = None,
+    ) -> CompileOut:
+        env = self.core.environments.context(ctx.environment)
+        if kind not in ("full", "partial"):
+            raise InvalidInput(f"compile kind must be 'full' or 'partial', not {kind!r}", field="kind")
+        for entity in service_entities or []:
+            env.binding(entity)
+        if selector is not None:
+            if kind != "partial":
+                raise InvalidInput("only a partial compile takes a selector", field="selector")
+            validate_spec(self.core.db, env.env_id, env.catalog, selector, model=env.model)
+        if kind == "partial" and not (instance_ids or service_entities or selector is not None):
+            raise InvalidInput(
+                "a partial compile needs instance_ids or service_entities", field="instance_ids"
+            )
+        order = CompileOrder(
+            env_id=env.env_id,
+            kind=CompileKind(kind),
+            requested_ids=list(instance_ids or []),
+            service_entities=list(service_entities or []),
+            exclude=list(exclude or []),
+            reason="requested through the API",
+            incremental=incremental if kind == "full" else None,
+            selector=selector,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+        with self.core.db.write() as session:
+            row = enqueue(session, order)
+        self.core.orchestrator.notify(env.env_id)
+        if wait:
+            return self.wait_for_compile(ctx.in_environment(env.env_id), row.id, timeout=timeout)
+        return compile_out(row)
+
+    def wait_for_compile(
+        self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_COMPILE_WAIT
+    ) -> CompileOut:
+        """Poll until the compile (or the compile it was merged into) finished, or ``timeout``."""
+        deadline = time.monotonic() + min(timeout, MAX_COMPILE_WAIT)
+        delay = 0.005
+        while True:
+            out = self.get_compile(ctx, compile_id)
+            if out.status in FINISHED or time.monotonic() > deadline:
+                return out
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    async def wait_for_compile_async(
+        self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_COMPILE_WAIT, poll: float = 0.5
+    ) -> CompileOut:
+        """Wait, without holding a thread, until the compile finished or ``timeout`` (max 300 s) passed.
+
+        Woken at once by compiles finished in this process (``Core.changes``); a compile finished
+        by another process is seen at the next look at the database, every ``poll`` seconds.
+        The database is read in a worker thread, only while looking.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(timeout, MAX_COMPILE_WAIT)
+        while True:
+            with self.core.changes.listener() as heard:
+                out = await asyncio.to_thread(self.get_compile, ctx, compile_id)
+                remaining = deadline - loop.time()
+                if out.status in FINISHED or remaining <= 0:
+                    return out
+                await heard.wait(min(poll, remaining))
+
+    def explain_compile(
+        self,
+        ctx: RequestContext,
+        *,
+        instance_ids: list[str] | None = None,
+        service_entities: list[str] | None = None,
+        exclude: list[str] | None = None,
+        selector: Any = None,
+    ) -> dict[str, Any]:
+        """What a partial compile would select and why (``lsm compile --explain``): nothing is queued."""
+        env = self.core.environments.context(ctx.environment)
+        for entity in service_entities or []:
+            env.binding(entity)
+        if selector is not None:
+            validate_spec(self.core.db, env.env_id, env.catalog, selector, model=env.model)
+        return self.core.explain(
+            env,
+            instance_ids=instance_ids or [],
+            service_entities=service_entities or [],
+            exclude=exclude or [],
+            selector=selector,
+        )
+
+    def list_selectors(self, ctx: RequestContext) -> list[dict[str, Any]]:
+        """The selectors this environment can name, with their parameters (``lsm selector list``)."""
+        env = self.core.environments.context(ctx.environment)
+        return [
+            {"name": name, "class": f"{cls.__module__}.{cls.__qualname__}", "parameters": parameters_of(cls)}
+            for name, cls in available_selectors(env.model).items()
+        ]
+
+    def list_compiles(self, ctx: RequestContext, *, limit: int = 50, offset: int = 0) -> list[CompileOut]:
+        env_id = self.core.environments.context(ctx.environment).env_id
+        with self.core.db.read() as session:
+            rows = repo.list_compiles(session, env_id, limit=limit, offset=offset)
+        return [compile_out(r) for r in rows]
+
+    def get_compile(self, ctx: RequestContext, compile_id: str) -> CompileOut:
+        env_id = self.core.environments.context(ctx.environment).env_id
+        with self.core.db.read() as session:
+            return compile_out(repo.get_compile(session, env_id, compile_id))

@@ -1,0 +1,53 @@
+"""``Core``: the pieces of the engine every facade reaches, handed over by the composition root.
+
+Why a protocol for the environments: the context cache (``lsm.runtime.environments``) loads
+models and lives with the runtime, above this layer; the facades only need to resolve an
+environment to its ``EnvironmentContext`` and to create or refresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lsm.desired_state import DesiredStateStore
+from lsm.facade.signal import ChangeSignal
+from lsm.inventory.database import Database
+from lsm.inventory.settings import EnvironmentSettings
+from lsm.inventory.tables import EnvironmentRow
+from lsm.lifecycle import LifecycleRegistry
+from lsm.orchestration import EnvironmentContext, Orchestrator
+
+
+class EnvironmentContexts(Protocol):
+    """Resolves environments (name or id, ``None`` = default) to their cached context."""
+
+    default: str
+
+    def context(self, env: str | None) -> EnvironmentContext: ...
+
+    def ensure(self, name: str, model: str | None) -> EnvironmentRow: ...
+
+    def effective_settings(self, stored: dict[str, object]) -> EnvironmentSettings: ...
+
+    def invalidate(self, env_id: str) -> None: ...
+
+
+def _no_runner(*_args: Any, **_kwargs: Any) -> dict[str, Any]:
+    raise RuntimeError("this runtime has no compile runner to explain a selection with")
+
+
+@dataclass(frozen=True)
+class Core:
+    """The engine's parts over one database; built once by ``lsm.runtime.wiring``."""
+
+    db: Database
+    environments: EnvironmentContexts
+    lifecycles: LifecycleRegistry
+    orchestrator: Orchestrator
+    store: DesiredStateStore
+    #: wakes waiters of this process when instances or compiles changed
+    changes: ChangeSignal
+    #: the runner's dry run of a partial compile's selection (``CompileRunner.explain``)
+    explain: Callable[..., dict[str, Any]] = _no_runner

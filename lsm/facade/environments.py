@@ -1,0 +1,60 @@
+"""Environments (tenants) and their settings, as the API serves them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsm.errors import InvalidInput, InvalidSetting
+from lsm.facade.context import RequestContext
+from lsm.facade.core import Core
+from lsm.inventory import repository as repo
+from lsm.inventory.settings import describe_settings, validate_setting
+from lsm.inventory.views import environment_out
+from lsm.schemas.environments import EnvironmentOut, SettingOut
+from lsm.selection.specs import validate_spec
+
+
+class EnvironmentsFacade:
+    """List, create and read environments; read and change their settings."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def list_environments(self, ctx: RequestContext) -> list[EnvironmentOut]:
+        with self.core.db.read() as session:
+            rows = repo.list_environments(session)
+        effective = self.core.environments.effective_settings
+        return [environment_out(r, effective(r.settings).model_dump()) for r in rows]
+
+    def create_environment(self, ctx: RequestContext, name: str, model: str | None = None) -> EnvironmentOut:
+        """Create ``name`` (idempotent); a given model replaces the stored one."""
+        if not name.strip():
+            raise InvalidInput("an environment needs a name", field="name")
+        self.core.environments.ensure(name, model)
+        return self.get_environment(ctx.in_environment(name))
+
+    def get_environment(self, ctx: RequestContext) -> EnvironmentOut:
+        """The environment of ``ctx`` (the default one when it names none)."""
+        with self.core.db.read() as session:
+            row = repo.get_environment(session, ctx.environment or self.core.environments.default)
+        settings = self.core.environments.effective_settings(row.settings).model_dump()
+        return environment_out(row, settings)
+
+    def get_settings(self, ctx: RequestContext) -> dict[str, SettingOut]:
+        """Every setting with its description and current value (defaults filled in)."""
+        current = self.get_environment(ctx).settings
+        return {key: SettingOut(**meta, value=current[key]) for key, meta in describe_settings().items()}
+
+    def set_setting(self, ctx: RequestContext, key: str, value: Any) -> dict[str, SettingOut]:
+        """Set one setting (422 for an unknown key or an ill-typed value); every setting after it."""
+        typed = validate_setting(key, value)
+        if key == "selector":  # a selector this environment can not build would refuse every order
+            env = self.core.environments.context(ctx.environment)
+            validate_spec(self.core.db, env.env_id, env.catalog, typed, model=env.model, error=InvalidSetting)
+        with self.core.db.write() as session:
+            row = repo.get_environment(session, ctx.environment or self.core.environments.default)
+            row.settings = {**row.settings, key: typed}
+            session.add(row)
+            env_id = row.id
+        self.core.environments.invalidate(env_id)
+        return self.get_settings(ctx.in_environment(env_id))

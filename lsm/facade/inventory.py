@@ -1,0 +1,163 @@
+"""Service instances: order, change and inspect them, as the API serves them.
+
+Every change is a command handed to ``Orchestrator.execute`` with the caller's ``Origin``;
+nothing here writes an instance. ``ref`` is an instance id or ``<identity_attr>=<value>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsm.errors import InvalidInput
+from lsm.facade.context import RequestContext
+from lsm.facade.core import Core
+from lsm.inventory import repository as repo
+from lsm.inventory.tables import InstanceResourcesRow
+from lsm.inventory.views import compile_out, event_out, instance_out
+from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
+from lsm.orchestration.imports import import_instances
+from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
+from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
+
+
+class InventoryFacade:
+    """Create, list, read, update, move and delete instances; their log, resources and diagnosis."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def _env(self, ctx: RequestContext) -> EnvironmentContext:
+        return self.core.environments.context(ctx.environment)
+
+    def _execute(self, ctx: RequestContext, command: Command) -> InstanceOut:
+        row = self.core.orchestrator.execute(self._env(ctx), command, origin=ctx.origin)
+        return instance_out(row)
+
+    # -- changes ---------------------------------------------------------------------------------
+    def create_instance(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        attributes: dict[str, Any],
+        *,
+        instance_id: str | None = None,
+        initial_state: str | None = None,
+    ) -> InstanceOut:
+        command = Create(entity, attributes, instance_id=instance_id, initial_state=initial_state)
+        return self._execute(ctx, command)
+
+    def import_instances(
+        self, ctx: RequestContext, entity: str, state: str, attribute_sets: list[dict[str, Any]]
+    ) -> list[str]:
+        """Bulk-import instances straight into ``state`` (see ``lsm.orchestration.imports``)."""
+        return import_instances(self.core.db, self._env(ctx), entity, state, attribute_sets)
+
+    def bulk(
+        self, ctx: RequestContext, entity: str, *, create: list[BulkCreate], update: list[BulkUpdate]
+    ) -> BulkResult:
+        """Create and update many instances in one transaction (``Orchestrator.execute_many``)."""
+        commands: list[Command] = [
+            Create(entity, item.attributes, instance_id=item.service_instance_id) for item in create
+        ]
+        commands += [Update(entity, item.id, item.current_version, item.attributes) for item in update]
+        rows = self.core.orchestrator.execute_many(self._env(ctx), commands, origin=ctx.origin)
+        out = [instance_out(row) for row in rows]
+        return BulkResult(created=out[: len(create)], updated=out[len(create) :])
+
+    def update_instance(
+        self, ctx: RequestContext, entity: str, ref: str, *, current_version: int, attributes: dict[str, Any]
+    ) -> InstanceOut:
+        return self._execute(ctx, Update(entity, ref, current_version, attributes))
+
+    def set_state(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        target_state: str,
+        message: str = "",
+    ) -> InstanceOut:
+        return self._execute(ctx, SetState(entity, ref, current_version, target_state, message))
+
+    def delete_instance(
+        self, ctx: RequestContext, entity: str, ref: str, *, current_version: int
+    ) -> InstanceOut:
+        return self._execute(ctx, Delete(entity, ref, current_version))
+
+    # -- reads -----------------------------------------------------------------------------------
+    def list_instances(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        *,
+        states: list[str] | None = None,
+        include_deleted: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        sort: str = "created_at",
+    ) -> list[InstanceOut]:
+        env = self._env(ctx)
+        binding = env.binding(entity)
+        if limit < 1 or limit > 10_000 or offset < 0:
+            raise InvalidInput("limit must be 1..10000 and offset >= 0", limit=limit, offset=offset)
+        with self.core.db.read() as session:
+            rows = repo.list_instances(
+                session,
+                env.env_id,
+                binding.name,
+                states=states,
+                include_deleted=include_deleted,
+                limit=limit,
+                offset=offset,
+                sort=sort,
+            )
+        return [instance_out(r) for r in rows]
+
+    def get_instance(self, ctx: RequestContext, entity: str, ref: str) -> InstanceOut:
+        env = self._env(ctx)
+        binding = env.binding(entity)
+        with self.core.db.read() as session:
+            row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
+        return instance_out(row)
+
+    def instance_log(self, ctx: RequestContext, entity: str, ref: str) -> list[EventOut]:
+        instance = self.get_instance(ctx, entity, ref)
+        with self.core.db.read() as session:
+            return [event_out(e) for e in repo.list_events(session, instance.id)]
+
+    def instance_resources(self, ctx: RequestContext, entity: str, ref: str) -> list[InstanceResourceOut]:
+        instance = self.get_instance(ctx, entity, ref)
+        return self._resources_of(self._env(ctx), instance)
+
+    def _resources_of(self, env: EnvironmentContext, instance: InstanceOut) -> list[InstanceResourceOut]:
+        """The resources the instance produced in the latest desired state (deploy status: later)."""
+        with self.core.db.read() as session:
+            row = session.get(InstanceResourcesRow, (env.env_id, instance.id))
+        if row is None:
+            return []
+        return [
+            InstanceResourceOut(id=rid, set=row.set_name, desired_state_version=row.desired_state_version)
+            for rid in row.resource_ids
+        ]
+
+    def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> DiagnosisOut:
+        """Why the instance is where it is: failing validation, failed resources, pending compile."""
+        env = self._env(ctx)
+        instance = self.get_instance(ctx, entity, ref)
+        with self.core.db.read() as session:
+            validation = repo.last_validation_compile(session, env.env_id, instance.id)
+            pending = repo.pending_compile_for(session, env.env_id, instance.id)
+            events = repo.list_events(session, instance.id)
+        last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
+        allowed = self.core.lifecycles.machine(env.binding(entity).lifecycle).allowed(instance.state)
+        return DiagnosisOut(
+            instance=instance,
+            state=instance.state,
+            allowed=[AllowedTransfer(**a) for a in allowed],
+            last_error=last_error,
+            validation_compile=None if validation is None else compile_out(validation),
+            pending_compile=None if pending is None else compile_out(pending),
+            resources=[r for r in self._resources_of(env, instance) if r.status in ("failed", "skipped")],
+        )

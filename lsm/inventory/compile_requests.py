@@ -1,0 +1,94 @@
+"""``enqueue``: the one way a compile request is written, in the caller's transaction.
+
+Why one function: compile requests are written by the orchestration (validation and export
+requests committed with the state change that caused them), by the API (operators and CI
+asking for compiles) and by the scheduler (``auto_full_compile``). They must all carry the
+same typed fields, so that the queue can claim them without guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import text
+from sqlmodel import Session
+
+from lsm.inventory.tables import CompileRow
+from lsm.schemas.compiles import CompileKind, CompileStatus
+
+#: the PostgreSQL channel a worker LISTENs on (``lsm.services.wakeup``)
+NOTIFY_CHANNEL = "lsm_work"
+
+
+class ValidationParams(BaseModel):
+    """What a validation compile needs: the instance version it validates and the transfer it ends."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_version: int
+    trigger: Literal["auto", "api_set_state"] = "auto"
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class CompileOrder:
+    """A compile request before it is a row. ``validation`` orders name ``instance_id`` and ``params``."""
+
+    env_id: str
+    kind: CompileKind
+    reason: str
+    requested_ids: list[str] = field(default_factory=list)
+    service_entities: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    instance_id: str | None = None
+    validation: ValidationParams | None = None
+    #: the selector this request asks for (``None``: the environment's setting)
+    selector: str | dict[str, object] | list[object] | None = None
+    #: full compiles: ``False`` refines every tree (``None``: only what changed, when it may)
+    incremental: bool | None = None
+    actor: str | None = None
+    request_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.kind is CompileKind.VALIDATION) != (self.validation is not None):
+            raise ValueError("validation parameters go with validation compiles, and only with them")
+
+
+def enqueue(session: Session, order: CompileOrder) -> CompileRow:
+    """Add the request to ``session`` (committed with the caller's transaction); returns its row."""
+    params: dict[str, object] = {}
+    if order.validation is not None:
+        params.update(order.validation.model_dump())
+    if order.selector is not None:
+        params["selector"] = order.selector
+    if order.incremental is not None:
+        params["incremental"] = order.incremental
+    row = CompileRow(
+        env_id=order.env_id,
+        kind=order.kind.value,
+        status=CompileStatus.QUEUED.value,
+        requested_ids=list(order.requested_ids),
+        service_entities=list(order.service_entities),
+        exclude=list(order.exclude),
+        instance_id=order.instance_id,
+        reason=order.reason,
+        params=params,
+        actor=order.actor,
+        request_id=order.request_id,
+    )
+    session.add(row)
+    if session.get_bind().dialect.name == "postgresql":
+        # delivered when the caller commits: workers in other processes wake at once
+        session.execute(
+            text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": order.env_id}
+        )
+    return row
+
+
+def validation_params(row: CompileRow) -> ValidationParams:
+    """The parameters of a queued validation request."""
+    return ValidationParams.model_validate(
+        {k: v for k, v in row.params.items() if k in ValidationParams.model_fields}
+    )

@@ -1,0 +1,68 @@
+"""Tailing the event log and the finished compiles by a cursor: the source of ``/api/v1/events``.
+
+Why a cursor over the tables and not an in-process queue: a compile finished by an ``lsm
+worker`` in another process, or a change served by another API process, must reach every
+stream. The tables are the one place every process writes; each stream remembers where it
+stands (the last event-log id, the last ``(finished_at, id)`` of a finished compile) and reads
+what came after it, so a client that reconnects with that position misses nothing and sees
+nothing twice.
+
+Known limit: finished compiles are ordered by ``finished_at``, written by the worker's clock;
+workers on machines whose clocks disagree by more than a compile's duration may have a
+completion ordered before a position a stream already passed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Session, col, func, or_, select
+
+from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
+
+
+def last_event_id(session: Session, env_id: str) -> int:
+    """The newest event-log id of the environment (0 when there is none)."""
+    found = session.exec(select(func.max(EventRow.id)).where(EventRow.env_id == env_id)).first()
+    return int(found or 0)
+
+
+def last_finished_compile(session: Session, env_id: str) -> tuple[datetime, str] | None:
+    """The ``(finished_at, id)`` of the newest finished compile of the environment."""
+    query = (
+        select(CompileRow.finished_at, CompileRow.id)
+        .where(CompileRow.env_id == env_id, col(CompileRow.finished_at).is_not(None))
+        .order_by(col(CompileRow.finished_at).desc(), col(CompileRow.id).desc())
+        .limit(1)
+    )
+    row = session.exec(query).first()
+    return None if row is None or row[0] is None else (row[0], row[1])
+
+
+def events_after(session: Session, env_id: str, after: int, limit: int) -> list[tuple[EventRow, str]]:
+    """Event-log lines after id ``after``, oldest first, each with its instance's entity."""
+    query = (
+        select(EventRow, InstanceRow.entity)
+        .join(InstanceRow, col(InstanceRow.id) == col(EventRow.instance_id))
+        .where(EventRow.env_id == env_id, col(EventRow.id) > after)
+        .order_by(col(EventRow.id))
+        .limit(limit)
+    )
+    return [(event, entity) for event, entity in session.exec(query)]
+
+
+def compiles_finished_after(
+    session: Session, env_id: str, after: tuple[datetime, str] | None, limit: int
+) -> list[CompileRow]:
+    """Compiles finished after the ``(finished_at, id)`` position, in that order."""
+    query = select(CompileRow).where(CompileRow.env_id == env_id, col(CompileRow.finished_at).is_not(None))
+    if after is not None:
+        at, compile_id = after
+        query = query.where(
+            or_(
+                col(CompileRow.finished_at) > at,
+                (col(CompileRow.finished_at) == at) & (col(CompileRow.id) > compile_id),
+            )
+        )
+    query = query.order_by(col(CompileRow.finished_at), col(CompileRow.id)).limit(limit)
+    return list(session.exec(query))

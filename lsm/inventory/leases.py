@@ -1,0 +1,70 @@
+"""Named leases (``lsm_lease``): one live holder per name, taken over once it expires.
+
+Why rows and not advisory locks: a lease must also work on SQLite, and must say who holds it
+(host, pid, since when) so that a refused process can tell the operator why.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col
+
+from lsm.inventory.tables import LeaseRow
+
+
+def acquire(
+    session: Session,
+    name: str,
+    owner: str,
+    *,
+    now: datetime,
+    ttl: float,
+    info: dict[str, Any],
+    steal: bool = False,
+) -> LeaseRow:
+    """Take or renew ``name`` for ``owner``; returns the row (``row.owner != owner``: held by another).
+
+    ``steal``: take it even from a live holder (the caller proved the holder is gone).
+    """
+    expires = now + timedelta(seconds=ttl)
+    row = session.get(LeaseRow, name, with_for_update=True)
+    if row is None:
+        row = LeaseRow(name=name, owner=owner, acquired_at=now, expires_at=expires, info=info)
+        try:
+            with session.begin_nested():
+                session.add(row)
+        except IntegrityError:  # another process inserted it first
+            existing = session.get(LeaseRow, name, with_for_update=True, populate_existing=True)
+            assert existing is not None
+            return existing
+        return row
+    if row.owner != owner and not steal and _as_utc(row.expires_at) > now:
+        return row
+    if row.owner != owner:
+        row.acquired_at, row.info = now, info
+    row.owner, row.expires_at = owner, expires
+    session.add(row)
+    return row
+
+
+def renew(session: Session, name: str, owner: str, *, now: datetime, ttl: float) -> bool:
+    result = session.execute(
+        update(LeaseRow)
+        .where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner)
+        .values(expires_at=now + timedelta(seconds=ttl))
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def release(session: Session, name: str, owner: str) -> None:
+    session.execute(delete(LeaseRow).where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner))
+
+
+def _as_utc(value: datetime) -> datetime:
+    from datetime import UTC
+
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -1,0 +1,292 @@
+"""The ONE composition root: what an API process and a worker process are made of.
+
+Why one module: the API, ``lsm worker``, ``lsm quickstart`` and ``lsm.testing`` must run the
+same engine, built the same way; everything that constructs the engine's parts lives here and
+nowhere else. Two entry points:
+
+* ``build_api(config)``: the core, the facades, the FastAPI app, and the compile processing,
+  started in the process when ``config.embedded_worker`` (the embedded default);
+* ``build_worker(config)``: the core and the compile processing, no API.
+
+The compile queue, worker and locks are constructed in ``build_compile_processing`` only,
+behind the small ``CompileProcessing`` surface (start, stop, wake, drain): that one function
+is what changes when compile processing changes.
+
+Example::
+
+    runtime = build_api(ServerConfig(database_url="sqlite:///./lsm.db", model="examples/router_port"))
+    runtime.start()
+    try:
+        uvicorn.run(runtime.app)
+    finally:
+        runtime.stop()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Protocol
+
+from fastapi import FastAPI
+
+from lsm.api import create_app
+from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
+from lsm.desired_state import DesiredStateStore
+from lsm.facade import ChangeSignal, Core, Facades
+from lsm.inventory import repository as repo
+from lsm.inventory.database import Database
+from lsm.lifecycle import LifecycleRegistry
+from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.environments import Environments
+from lsm.services import ServiceLoop
+from lsm.services.leases import Lease, process_identity
+from lsm.services.scheduler import Scheduler
+from lsm.services.singleton import hold_sqlite_worker
+from lsm.services.wakeup import Listener
+
+
+class CompileProcessing(Protocol):
+    """What the runtime needs of compile processing, whatever runs it."""
+
+    def start(self) -> None:
+        """Process compile requests in the background until ``stop``."""
+
+    def stop(self) -> None:
+        """Finish the compile in progress and stop."""
+
+    def wake(self, env_id: str | None = None) -> None:
+        """Requests of ``env_id`` were committed in this process: look now, not at the next poll."""
+
+    def drain(self) -> int:
+        """Run every compile this process can claim now, in the calling thread (tests, benchmarks)."""
+
+
+class WorkerProcessing:
+    """Compile processing by the service loop (``lsm.services``) over the leased compile queue.
+
+    The loop runs the compile service and the scheduler (``auto_full_compile``); on PostgreSQL a
+    LISTEN connection wakes it when another process queued work; on SQLite this process holds
+    the one worker lease SQLite allows (a second worker is refused at ``start``).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        runner: CompileRunner,
+        compiles: CompileService,
+        scheduler: Scheduler,
+        loop: ServiceLoop,
+        *,
+        role: str,
+    ) -> None:
+        self.db = db
+        self.runner = runner
+        self.compiles = compiles
+        self.scheduler = scheduler
+        self.loop = loop
+        self.listener = Listener(db, loop.wake)
+        self.role = role
+        self._lease: Lease | None = None
+
+    def start(self) -> None:
+        if self.db.is_sqlite:
+            self._lease = hold_sqlite_worker(self.db, self.role)
+        self.loop.start()
+        self.listener.start()
+
+    def stop(self) -> None:
+        """Stop (safe when never started: ``drain`` may have taken the scheduler's lease)."""
+        self.listener.stop()
+        self.loop.stop()
+        self.scheduler.shutdown()
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    def wake(self, env_id: str | None = None) -> None:
+        self.loop.wake(env_id)
+
+    def drain(self) -> int:
+        return self.loop.drain()
+
+    def keep_lease(self) -> None:
+        if self._lease is not None:
+            self._lease.keep()
+
+
+def build_compile_processing(
+    db: Database,
+    environments: Environments,
+    orchestrator: Orchestrator,
+    store: DesiredStateStore,
+    config: ServerConfig,
+    *,
+    on_finished: Callable[[str], None] = lambda _env_id: None,
+) -> WorkerProcessing:
+    """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
+    they are built.
+
+    ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
+    event stream of this process hear of it at once instead of at their next poll).
+    """
+    queue = CompileQueue(db, lease_ttl=config.lease_ttl)
+    runner = CompileRunner(db, queue, store, orchestrator, environments.context)
+    owner, _ = process_identity(config.role)
+    compiles = CompileService(
+        queue,
+        EnvironmentLocks(db),
+        runner,
+        environments.context,
+        worker=owner,
+        per_environment=max(1, config.worker_threads - 1),
+    )
+    compiles.listeners.append(on_finished)
+
+    def schedules() -> list[tuple[str, str]]:
+        """Every environment's ``auto_full_compile`` cron (the scheduler's view)."""
+        with db.read() as session:
+            rows = repo.list_environments(session)
+        return [(r.id, environments.effective_settings(r.settings).auto_full_compile) for r in rows]
+
+    scheduler = Scheduler(db, schedules)
+    keepalives: list[Callable[[], None]] = [scheduler.keepalive]
+    loop = ServiceLoop(
+        [compiles, scheduler],
+        threads=config.worker_threads,
+        poll_interval=config.poll_interval,
+        keepalives=keepalives,
+        heartbeat_interval=min(5.0, config.lease_ttl / 3),
+        name=config.role,
+    )
+    processing = WorkerProcessing(db, runner, compiles, scheduler, loop, role=config.role)
+    keepalives.append(processing.keep_lease)
+    return processing
+
+
+def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, Environments]:
+    """The engine's parts over ``config.database_url`` (or ``db``), and the environments' cache."""
+    database = db if db is not None else Database(config.database_url)
+    lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
+    environments = Environments(database, lifecycles, config.environment, config.settings)
+    orchestrator = Orchestrator(database)
+    changes = ChangeSignal()
+    orchestrator.watchers.append(changes.notify)
+    core = Core(
+        db=database,
+        environments=environments,
+        lifecycles=lifecycles,
+        orchestrator=orchestrator,
+        store=DesiredStateStore(database),
+        changes=changes,
+    )
+    return core, environments
+
+
+class _Runtime:
+    """What an API and a worker process share: the core, compile processing, start and stop."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        core: Core,
+        environments: Environments,
+        processing: WorkerProcessing,
+        *,
+        owns_db: bool,
+    ) -> None:
+        self.config = config
+        self.core = core
+        self.environments = environments
+        self.processing = processing
+        self.ready = False
+        self._owns_db = owns_db
+        self._processing_started = False
+
+    @property
+    def db(self) -> Database:
+        return self.core.db
+
+    @property
+    def orchestrator(self) -> Orchestrator:
+        return self.core.orchestrator
+
+    @property
+    def store(self) -> DesiredStateStore:
+        return self.core.store
+
+    @property
+    def lifecycles(self) -> LifecycleRegistry:
+        return self.core.lifecycles
+
+    def context(self, env: str | None) -> EnvironmentContext:
+        """The orchestration context of an environment (name or id; ``None`` = default)."""
+        return self.environments.context(env)
+
+    def _start(self, *, processing: bool) -> None:
+        """Create or migrate the schema, the default environment (its model loads now), then run."""
+        self.db.create_schema()
+        self.environments.ensure(self.config.environment, self.config.model)
+        if processing:
+            self.orchestrator.listeners.append(self.processing.wake)
+            self.processing.start()
+            self._processing_started = True
+        self.ready = True
+
+    def stop(self) -> None:
+        """Stop processing; dispose of the database when this runtime opened it."""
+        self.ready = False
+        if self._processing_started:
+            self.orchestrator.listeners.remove(self.processing.wake)
+            self._processing_started = False
+        self.processing.stop()  # also when never started: a drain may hold the scheduler's lease
+        if self._owns_db:
+            self.db.dispose()
+
+
+class ApiRuntime(_Runtime):
+    """An API process: facades and the FastAPI app over the core (``build_api``)."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        core: Core,
+        environments: Environments,
+        processing: WorkerProcessing,
+        *,
+        owns_db: bool,
+    ) -> None:
+        super().__init__(config, core, environments, processing, owns_db=owns_db)
+        self.facades = Facades.over(core)
+        self.app: FastAPI = create_app(self.facades, is_ready=lambda: self.ready)
+
+    def start(self) -> None:
+        """Ready to serve; the embedded compile processing runs when ``config.embedded_worker``."""
+        self._start(processing=self.config.embedded_worker)
+
+
+class WorkerRuntime(_Runtime):
+    """A worker process: compile processing without the API (``build_worker``)."""
+
+    def start(self) -> None:
+        self._start(processing=True)
+
+
+def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime:
+    """An API process over ``config`` (not started: call ``start()``, then ``stop()``)."""
+    core, environments = build_core(config, db)
+    processing = build_compile_processing(
+        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
+    )
+    core = dataclasses.replace(core, explain=processing.runner.explain)
+    return ApiRuntime(config, core, environments, processing, owns_db=db is None)
+
+
+def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerRuntime:
+    """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback poll)."""
+    core, environments = build_core(config, db)
+    processing = build_compile_processing(
+        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
+    )
+    return WorkerRuntime(config, core, environments, processing, owns_db=db is None)

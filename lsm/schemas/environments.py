@@ -1,0 +1,37 @@
+"""Environments (tenants) and their settings: the bodies of ``/api/v1/environments``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EnvironmentOut(BaseModel):
+    id: str
+    name: str
+    model: str | None
+    settings: dict[str, Any]
+    created_at: datetime
+
+
+class SettingOut(BaseModel):
+    """One setting of an environment: its default, what it does, and its current value."""
+
+    default: Any = None
+    description: str = ""
+    value: Any = None
+
+
+class CreateEnvironment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    model: str | None = Field(None, description="Model path or module; the server's model when absent.")
+
+
+class SettingValue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = Field(description="The new value; its type is checked against the setting.")

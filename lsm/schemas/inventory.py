@@ -1,0 +1,100 @@
+"""Service instances and their event log: the bodies of ``/lsm/v1/service_inventory``.
+
+docs/api.md §4 (the instance body). The server builds them from rows (``lsm.inventory.views``); the client
+may parse answers into them without importing anything of the server.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lsm.schemas.compile_reports import CompileOut
+
+
+class InstanceOut(BaseModel):
+    """One service instance: its state, versions and the three attribute sets."""
+
+    id: str
+    service_entity: str
+    version: int
+    desired_state_version: int
+    state: str
+    candidate_attributes: dict[str, Any] | None
+    active_attributes: dict[str, Any] | None
+    rollback_attributes: dict[str, Any] | None
+    deleted: bool
+    created_at: datetime
+    last_updated: datetime
+    owner: str | None
+    config: dict[str, Any] = {}
+
+
+class EventOut(BaseModel):
+    """One line of an instance's event log: a transfer done, or refused (``is_error``)."""
+
+    id: int
+    instance_id: str
+    version: int
+    source: str | None
+    target: str
+    trigger: str
+    message: str
+    compile_id: str | None
+    is_error: bool
+    created_at: datetime
+    #: who caused it: the API caller, or ``system`` for the engine's own steps
+    actor: str | None = None
+    #: the API request (``X-Request-ID``) that caused it, directly or through engine steps
+    request_id: str | None = None
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateInstance(_Body):
+    attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
+    service_instance_id: str | None = Field(
+        None, description="A chosen instance id (a UUID); generated if absent."
+    )
+    initial_state: str | None = Field(None, description="One of the lifecycle's alternative initial states.")
+
+
+class UpdateInstance(_Body):
+    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
+    attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
+
+
+class SetStateRequest(_Body):
+    current_version: int
+    target_state: str
+    message: str | None = None
+
+
+class InstanceResourceOut(BaseModel):
+    """A resource an instance produced in the latest desired state; ``status`` is its deploy state."""
+
+    id: str
+    set: str | None
+    desired_state_version: int
+    status: str | None = None
+
+
+class AllowedTransfer(BaseModel):
+    trigger: str
+    target: str
+
+
+class DiagnosisOut(BaseModel):
+    """Why an instance is where it is: what it may do, its last error, its compiles, its failed resources."""
+
+    instance: InstanceOut
+    state: str
+    allowed: list[AllowedTransfer]
+    last_error: EventOut | None
+    validation_compile: CompileOut | None
+    pending_compile: CompileOut | None
+    resources: list[InstanceResourceOut]

@@ -1,0 +1,59 @@
+"""``Lease``: a named lease held by this process, renewed by the service loop's heartbeat.
+
+Used for what must have one holder at a time across every process of an installation: the
+scheduler, the one worker process SQLite allows, and next the deploy agents' names.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import Any
+
+from lsm.inventory import leases as sql
+from lsm.inventory.database import Database
+from lsm.inventory.tables import LeaseRow, utcnow
+
+
+def process_identity(role: str) -> tuple[str, dict[str, Any]]:
+    """An owner name unique to this process (and role), and what to tell an operator about it."""
+    host, pid = socket.gethostname(), os.getpid()
+    return f"{role}@{host}:{pid}:{uuid.uuid4().hex[:8]}", {"host": host, "pid": pid, "role": role}
+
+
+class Lease:
+    def __init__(
+        self, db: Database, name: str, owner: str, *, ttl: float = 15.0, info: dict[str, Any] | None = None
+    ):
+        self.db = db
+        self.name = name
+        self.owner = owner
+        self.ttl = ttl
+        self.info = dict(info or {})
+        self.held = False
+
+    def acquire(self, *, steal: bool = False) -> LeaseRow:
+        """Try to take (or renew) the lease; returns the holder's row (this process's when ``held``)."""
+        with self.db.write() as session:
+            row = sql.acquire(
+                session, self.name, self.owner, now=utcnow(), ttl=self.ttl, info=self.info, steal=steal
+            )
+            self.held = row.owner == self.owner
+            session.flush()
+            session.expunge(row)
+            return row
+
+    def keep(self) -> bool:
+        """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over)."""
+        if not self.held:
+            return False
+        with self.db.write() as session:
+            self.held = sql.renew(session, self.name, self.owner, now=utcnow(), ttl=self.ttl)
+        return self.held
+
+    def release(self) -> None:
+        if self.held:
+            with self.db.write() as session:
+                sql.release(session, self.name, self.owner)
+            self.held = False

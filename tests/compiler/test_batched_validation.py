@@ -1,0 +1,194 @@
+"""Batched validation compiles: one run, many instances, each the outcome it would get alone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsm.facade import RequestContext
+from lsm.inventory.database import Database
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.wiring import ApiRuntime, build_api
+from tests.conftest import TEST_LIFECYCLES, make_database
+
+ROUTER_PORT = str(Path(__file__).resolve().parent.parent.parent / "examples" / "router_port")
+EXAMPLES_PER_TEST = int(os.environ.get("LSM_PROPERTY_EXAMPLES", "15"))
+
+
+def validation_reports(engine: ApiRuntime) -> dict[str, dict[str, Any]]:
+    """instance id -> the report of its (last) validation compile."""
+    out: dict[str, dict[str, Any]] = {}
+    for compile_ in reversed(engine.facades.compiles.list_compiles(RequestContext.local(), limit=1000)):
+        if compile_.kind == "validation" and compile_.instance_id:
+            out[compile_.instance_id] = {"status": compile_.status, **compile_.report, "id": compile_.id}
+    return out
+
+
+def routers(engine: ApiRuntime, count: int) -> list[str]:
+    return engine.facades.inventory.import_instances(
+        RequestContext.local(),
+        "router",
+        "up",
+        [{"mgmt_ip": f"10.0.0.{i}", "name": f"r{i}"} for i in range(count)],
+    )
+
+
+def test_a_batch_rejects_exactly_the_bad_candidates_each_with_its_own_error(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory(ROUTER_PORT)
+    owners = routers(engine, 6)
+    mtus = [1500, 10, 9000, 99_999, 68, 5]
+    ports = [
+        engine.facades.inventory.create_instance(
+            RequestContext.local(), "port", {"name": "eth0", "router": owners[i], "mtu": mtu}
+        ).id
+        for i, mtu in enumerate(mtus)
+    ]
+    engine.processing.drain()
+    reports = validation_reports(engine)
+    assert {reports[p]["batch"]["size"] for p in ports} == {6}  # one run validated them all
+    assert {reports[p]["batch"]["round"] for p in ports} == {1}  # different trees: side by side
+    for port_id, mtu in zip(ports, mtus, strict=True):
+        instance = engine.facades.inventory.get_instance(RequestContext.local(), "port", port_id)
+        log = engine.facades.inventory.instance_log(RequestContext.local(), "port", port_id)
+        if 68 <= mtu <= 9216:
+            assert instance.state == "creating", log
+            assert reports[port_id]["status"] == "success"
+        else:
+            assert instance.state == "rejected"
+            (refusal,) = [e for e in log if e.is_error]
+            assert f"mtu {mtu} is outside 68..9216" in refusal.message  # its own error, no other's
+            assert refusal.compile_id == reports[port_id]["id"]
+            assert reports[port_id]["status"] == "failed"
+            assert "router_port" in reports[port_id]["error"]["traceback"]
+
+
+def test_validations_of_one_tree_run_in_order_and_see_each_other(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    """Two ports named alike on one router: alone, the second sees the promoted first and is refused;
+    batched, the same: the second runs in a later round, after the first's outcome."""
+    engine = engine_factory(ROUTER_PORT)
+    (owner,) = routers(engine, 1)
+    first = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"name": "eth0", "router": owner}
+    ).id
+    second = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"name": "eth0", "router": owner}
+    ).id
+    engine.processing.drain()
+    reports = validation_reports(engine)
+    assert [reports[p]["batch"]["round"] for p in (first, second)] == [1, 2]
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", first).state == "creating"
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", second).state == "rejected"
+    assert "has another port with that name" in reports[second]["error"]["message"]
+
+
+# -- the property: batched == one at a time ---------------------------------------------------------
+PLAN = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # which router the port hangs off
+        st.sampled_from(["eth0", "eth1", "eth2"]),  # names clash now and then
+        st.sampled_from([1500, 9000, 10]),  # 10 is refused by the model
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+def _world(backend: str, directory: Path) -> tuple[ApiRuntime, Database]:
+    db = make_database(backend, directory)
+    db.create_schema()
+    config = ServerConfig(
+        database_url=db.url, model=ROUTER_PORT, lifecycle_dirs=[TEST_LIFECYCLES], embedded_worker=False
+    )
+    engine = build_api(config, db=db)
+    engine.start()
+    return engine, db
+
+
+def _order(engine: ApiRuntime, routers_count: int, plan: list[tuple[int, str, int]], bad_router: int) -> None:
+    """Routers (one with a name the router model accepts but whose ports will clash) then ports,
+    all created through the API path with fixed ids, so both worlds hold the same instances."""
+    for r in range(routers_count):
+        engine.facades.inventory.create_instance(
+            RequestContext.local(),
+            "router",
+            {"mgmt_ip": f"10.0.0.{r}", "name": f"r{r}"},
+            instance_id=str(uuid.uuid5(uuid.NAMESPACE_OID, f"router-{r}")),
+        )
+    for n, (r, name, mtu) in enumerate(plan):
+        router_id = str(uuid.uuid5(uuid.NAMESPACE_OID, f"router-{r % routers_count}"))
+        engine.facades.inventory.create_instance(
+            RequestContext.local(),
+            "port",
+            {"name": name, "router": router_id, "mtu": mtu if r != bad_router else 10},
+            instance_id=str(uuid.uuid5(uuid.NAMESPACE_OID, f"port-{n}")),
+        )
+
+
+def _outcomes(engine: ApiRuntime) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for entity in ("router", "port"):
+        for instance in engine.facades.inventory.list_instances(
+            RequestContext.local(), entity, include_deleted=True, limit=1000
+        ):
+            log = [
+                (e.source, e.target, e.trigger, e.message, e.is_error)
+                for e in engine.facades.inventory.instance_log(RequestContext.local(), entity, instance.id)
+            ]
+            out[instance.id] = (
+                instance.state,
+                instance.version,
+                instance.candidate_attributes,
+                instance.active_attributes,
+                log,
+            )
+    return out
+
+
+@settings(
+    max_examples=EXAMPLES_PER_TEST, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(plan=PLAN, routers_count=st.integers(1, 4), bad_router=st.integers(-1, 3))
+def test_a_batched_validation_gives_every_instance_the_outcome_it_gets_alone(
+    backend: str, plan: list[tuple[int, str, int]], routers_count: int, bad_router: int
+) -> None:
+    directory = Path(tempfile.mkdtemp(prefix="lsm-batched-"))
+    worlds = []
+    try:
+        for name in ("alone", "batched"):
+            (directory / name).mkdir()
+            engine, db = _world(backend, directory / name)
+            worlds.append((engine, db))
+            _order(engine, routers_count, plan, bad_router)
+        (alone, _), (batched, _) = worlds
+        ctx_alone, ctx_batched = alone.context(None), batched.context(None)
+        runs = 0
+        while batches := alone.processing.runner.queue.claim_validations(
+            ctx_alone.env_id, alone.processing.runner.queue.new_owner("t"), limit=1
+        ):
+            alone.processing.runner.validations.run(ctx_alone, batches)
+            runs += 1
+        claimed = batched.processing.runner.queue.claim_validations(
+            ctx_batched.env_id, batched.processing.runner.queue.new_owner("t"), limit=1000
+        )
+        assert len(claimed) == runs  # the same requests, all in one claim
+        assert batched.processing.runner.validations.run(ctx_batched, claimed) == []
+        assert batched.processing.runner.queue.claim_validations(ctx_batched.env_id, "t/x", limit=1000) == []
+        assert _outcomes(batched) == _outcomes(alone)
+    finally:
+        for engine, db in worlds:
+            engine.stop()
+            if not db.is_sqlite:
+                db.drop_schema()
+        shutil.rmtree(directory, ignore_errors=True)

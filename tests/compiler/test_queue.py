@@ -1,0 +1,146 @@
+"""The compile queue: two queues that never wait on each other, leases, take-over, fencing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from lsm.compiler.queue import CompileQueue, LeaseLost
+from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
+from lsm.inventory.database import Database
+from lsm.inventory.tables import CompileRow, utcnow
+from lsm.schemas.compiles import CompileKind
+
+ENV = "env-1"
+
+
+def order(kind: CompileKind, *ids: str) -> CompileOrder:
+    if kind is CompileKind.VALIDATION:
+        return CompileOrder(
+            ENV,
+            kind,
+            reason="test",
+            requested_ids=list(ids),
+            instance_id=ids[0],
+            validation=ValidationParams(instance_version=1),
+        )
+    return CompileOrder(ENV, kind, reason="test", requested_ids=list(ids))
+
+
+def queue_up(db: Database, *orders: CompileOrder) -> list[str]:
+    ids = []
+    for o in orders:
+        with db.write() as session:
+            ids.append(enqueue(session, o).id)
+    return ids
+
+
+def row(db: Database, compile_id: str) -> CompileRow:
+    with db.read() as session:
+        found = session.get(CompileRow, compile_id)
+        assert found is not None
+        return found
+
+
+def test_an_export_is_claimed_past_every_validation_queued_before_it(db: Database) -> None:
+    validations = queue_up(db, *(order(CompileKind.VALIDATION, f"i{n}") for n in range(50)))
+    (export,) = queue_up(db, order(CompileKind.PARTIAL, "x"))
+    queue = CompileQueue(db)
+    batch = queue.claim_exporting(ENV, queue.new_owner("w"), batched=True)
+    assert batch is not None and batch.leader.id == export
+    claimed = queue.claim_validations(ENV, queue.new_owner("w"), limit=20)
+    assert [b.leader.id for b in claimed] == validations[:20]  # oldest first, only as many as asked
+
+
+def test_a_full_compile_absorbs_every_pending_export_and_partials_batch(db: Database) -> None:
+    p1, full, p2 = queue_up(
+        db, order(CompileKind.PARTIAL, "a"), order(CompileKind.FULL), order(CompileKind.PARTIAL, "b")
+    )
+    queue = CompileQueue(db)
+    batch = queue.claim_exporting(ENV, queue.new_owner("w"), batched=False)
+    assert batch is not None
+    assert (batch.leader.id, sorted(r.id for r in batch.merged)) == (full, sorted([p1, p2]))
+    assert {row(db, i).merged_into for i in (p1, p2)} == {full}
+
+
+def test_unbatched_partials_run_one_by_one(db: Database) -> None:
+    p1, p2 = queue_up(db, order(CompileKind.PARTIAL, "a"), order(CompileKind.PARTIAL, "b"))
+    queue = CompileQueue(db)
+    batch = queue.claim_exporting(ENV, queue.new_owner("w"), batched=False)
+    assert batch is not None and (batch.leader.id, batch.merged) == (p1, [])
+    assert row(db, p2).status == "queued"
+
+
+def test_an_export_left_running_by_a_dead_worker_is_taken_over_then_failed_after_max_attempts(
+    db: Database,
+) -> None:
+    (export,) = queue_up(db, order(CompileKind.PARTIAL, "a"))
+    queue = CompileQueue(db, max_attempts=2)
+    first = queue.claim_exporting(ENV, queue.new_owner("dead-1"), batched=True)
+    assert first is not None  # ... and its worker dies: the next lock holder finds it running
+    second = queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True)
+    assert second is not None and second.leader.id == export
+    assert row(db, export).attempts == 2
+    with pytest.raises(LeaseLost):  # the first worker, if it ever came back, can not finish it
+        queue.finish(first, status="success", report={})
+    assert queue.claim_exporting(ENV, queue.new_owner("w3"), batched=True) is None  # killed twice
+    failed = row(db, export)
+    assert (failed.status, failed.report["error"]["error"]) == ("failed", "worker_died")
+
+
+def test_a_validation_whose_lease_expired_is_taken_over(db: Database) -> None:
+    (validation,) = queue_up(db, order(CompileKind.VALIDATION, "i1"))
+    queue = CompileQueue(db)
+    (held,) = queue.claim_validations(ENV, queue.new_owner("w1"), limit=10)
+    assert queue.claim_validations(ENV, queue.new_owner("w2"), limit=10) == []  # alive: not taken
+    with db.write() as session:
+        stale = session.get(CompileRow, validation)
+        assert stale is not None
+        stale.lease_expires = utcnow() - timedelta(seconds=1)  # w1 stopped renewing
+        session.add(stale)
+    (taken,) = queue.claim_validations(ENV, queue.new_owner("w2"), limit=10)
+    assert taken.leader.id == validation
+    assert queue.renew([held]) == [held]  # w1 learns it lost it
+    queue.finish(taken, status="success", report={"ok": True})
+    done = row(db, validation)
+    assert (done.status, done.report["worker"], done.lease_owner) == ("success", "w2", None)
+
+
+def test_work_given_back_on_shutdown_does_not_count_as_an_attempt(db: Database) -> None:
+    (validation,) = queue_up(db, order(CompileKind.VALIDATION, "i1"))
+    queue = CompileQueue(db)
+    for _ in range(5):
+        (held,) = queue.claim_validations(ENV, queue.new_owner("w"), limit=1)
+        queue.release([held])
+    assert (row(db, validation).status, row(db, validation).attempts) == ("queued", 0)
+
+
+def test_two_workers_never_claim_the_same_validation(db: Database) -> None:
+    queue_up(db, *(order(CompileKind.VALIDATION, f"i{n}") for n in range(30)))
+    queue = CompileQueue(db)
+    a = queue.claim_validations(ENV, queue.new_owner("a"), limit=20)
+    b = queue.claim_validations(ENV, queue.new_owner("b"), limit=20)
+    ids_a, ids_b = {x.leader.id for x in a}, {x.leader.id for x in b}
+    assert (len(ids_a), len(ids_b), ids_a & ids_b) == (20, 10, set())
+
+
+def test_claiming_reads_only_what_it_claims(db: Database) -> None:
+    """O(claimed): a claim loads the JSON columns of the rows it takes, never of the whole queue."""
+    queue_up(db, *(order(CompileKind.VALIDATION, f"i{n}") for n in range(200)))
+    queue = CompileQueue(db)
+    from lsm.inventory import compile_queue
+
+    loaded: list[int] = []
+    original = compile_queue.load
+
+    def counting(session, ids):  # type: ignore[no-untyped-def]
+        loaded.append(len(ids))
+        return original(session, ids)
+
+    compile_queue.load = counting  # type: ignore[assignment]
+    try:
+        queue.claim_validations(ENV, queue.new_owner("w"), limit=5)
+    finally:
+        compile_queue.load = original  # type: ignore[assignment]
+    assert loaded == [5]
