@@ -3,13 +3,14 @@
 Why a subprocess of its own, before the server starts: creating 40,000 instances over HTTP
 would run 40,000 validation compiles and take hours; the inventory facade's
 ``import_instances`` writes them in bulk straight into ``up`` (validated, relations checked),
-and the full compile gives the load a desired-state version to build on. Running it in its own interpreter keeps the driver free
-of the engine's state (model modules, SQLAlchemy pools) and leaves the database exactly as a
-production server would find it after a migration: the server starts on it cold.
+and the full compile gives the load a desired-state version to build on. Running it in its
+own interpreter keeps the driver free of the engine's state (model modules, SQLAlchemy pools)
+and leaves the database exactly as a production server would find it after a migration: the
+server starts on it cold.
 
 ``python -m benchmarks.e2e_seed --database URL --routers N --out FILE`` writes what it did
 (counts, seconds, the compile's report) as JSON to FILE. It must not start any worker thread:
-the compile runs in this thread (``worker.drain``), and the process exits when it is done.
+the compile runs in this thread (``processing.drain``), and the process exits when it is done.
 """
 
 from __future__ import annotations
