@@ -215,6 +215,17 @@ class CompileQueue:
             if not done and row is batch.leader:
                 raise LeaseLost(f"compile {row.id} is no longer held by {batch.owner}")
 
+    def finish_many(self, outcomes: list[tuple[Batch, str, dict[str, Any]]]) -> None:
+        """Finish many batches in one transaction (a round of validations); a batch whose lease
+        was lost is skipped, the others are recorded."""
+        with self.db.write() as session:
+            for batch, status, report in outcomes:
+                try:
+                    with session.begin_nested():
+                        self.finish(batch, status=status, report=report, session=session)
+                except LeaseLost:
+                    continue
+
     def _expiry(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.lease_ttl)
 

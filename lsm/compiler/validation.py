@@ -92,10 +92,13 @@ class ValidationBatches:
             if not taken and not stale:
                 return pending  # every selection is held by another validation: later
             try:
+                results = []
                 for planned in taken:
                     started()
-                    self._run_one(ctx, planned, batch_size=len(batches), round_=rounds)
-                    ended(planned.batch.leader.id)
+                    results.append(self._refine(ctx, planned, batch_size=len(batches), round_=rounds))
+                self._apply(ctx, results)
+                for result in results:
+                    ended(result.planned.batch.leader.id)
             finally:
                 if locks is not None:
                     locks.release()
@@ -195,13 +198,10 @@ class ValidationBatches:
         return out
 
     # -- one validation -----------------------------------------------------------------------------
-    def _run_one(self, ctx: EnvironmentContext, planned: _Planned, *, batch_size: int, round_: int) -> None:
-        """Refine, apply the outcome, then finish the request (in that order: after a crash in
-        between, the resumed request finds the instance moved on and ends as stale)."""
+    def _refine(self, ctx: EnvironmentContext, planned: _Planned, *, batch_size: int, round_: int) -> _Result:
+        """Refine one validation's selection on its own; its outcome, not applied yet."""
         started = time.perf_counter()
         report = {**planned.report, "batch": {"size": batch_size, "round": round_}}
-        row, params = planned.row, planned.params
-        instance_id = row.id
         success, message, allocations = True, "validation succeeded", {}
         try:
             if planned.error is not None:
@@ -213,7 +213,7 @@ class ValidationBatches:
             result = validate(ctx.model, planned.instances)
             report["resources"] = result.resource_count
             report["timings"] = {f"refine_{k}": v for k, v in result.timings.items()}
-            allocations = result.allocations.get(instance_id, {})
+            allocations = result.allocations.get(planned.row.id, {})
         except LsmError as exc:  # the model, the selector, or the allocated values were refused
             success, message = False, f"validation failed: {exc.message}"
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
@@ -227,37 +227,66 @@ class ValidationBatches:
                 f"validation failed: the model did not finish within {limit:g} s (setting compile_timeout)"
             )
             report["error"] = {"error": "compile_timeout", "message": message, "traceback": _traceback(exc)}
-        outcome = ValidationOutcome(
-            instance_id=instance_id,
+        report.setdefault("timings", {})["total"] = time.perf_counter() - started
+        return _Result(planned, success, message, dict(allocations), report)
+
+    def _apply(self, ctx: EnvironmentContext, results: list[_Result]) -> None:
+        """Apply a round's outcomes, then finish its requests (in that order: after a crash in
+        between, a resumed request finds its instance moved on and ends as stale).
+
+        The outcomes of one round go through the orchestration in ONE transaction (their
+        instances are disjoint: nothing one outcome does is seen by another); when any is refused
+        (allocated values the entity does not accept), each is applied on its own instead, and the
+        refused candidates are rejected with the reason.
+        """
+        if not results:
+            return
+        try:
+            self.orchestrator.execute_many(ctx, [r.outcome() for r in results])
+        except LsmError:
+            for result in results:
+                self._apply_one(ctx, result)
+        self.queue.finish_many(
+            [(r.planned.batch, "success" if r.success else "failed", r.report) for r in results]
+        )
+
+    def _apply_one(self, ctx: EnvironmentContext, result: _Result) -> None:
+        try:
+            self.orchestrator.execute(ctx, result.outcome())
+        except LsmError as exc:  # e.g. allocated values the entity refuses: the candidate is rejected
+            if not result.success:
+                raise
+            result.report["error"] = {**exc.to_body(), "traceback": _traceback(exc)}
+            result.success, result.message, result.allocations = (
+                False,
+                f"validation failed: {exc.message}",
+                {},
+            )
+            self.orchestrator.execute(ctx, result.outcome())
+
+
+@dataclass
+class _Result:
+    """A refined validation: its outcome, to be applied with the others of its round."""
+
+    planned: _Planned
+    success: bool
+    message: str
+    allocations: dict[str, Any]
+    report: dict[str, Any]
+
+    def outcome(self) -> ValidationOutcome:
+        row, params = self.planned.row, self.planned.params
+        return ValidationOutcome(
+            instance_id=row.id,
             expected_version=row.version,
-            compile_id=planned.batch.leader.id,
-            success=success,
-            message=message,
+            compile_id=self.planned.batch.leader.id,
+            success=self.success,
+            message=self.message,
             trigger=params.trigger,
             target=params.target,
-            allocations=dict(allocations),
+            allocations=dict(self.allocations),
         )
-        try:
-            self.orchestrator.execute(ctx, outcome)
-        except LsmError as exc:  # e.g. allocated values the entity refuses: the candidate is rejected
-            if not success:
-                raise
-            report["error"] = {**exc.to_body(), "traceback": _traceback(exc)}
-            success = False
-            self.orchestrator.execute(
-                ctx,
-                ValidationOutcome(
-                    instance_id=instance_id,
-                    expected_version=row.version,
-                    compile_id=planned.batch.leader.id,
-                    success=False,
-                    message=f"validation failed: {exc.message}",
-                    trigger=params.trigger,
-                    target=params.target,
-                ),
-            )
-        report.setdefault("timings", {})["total"] = time.perf_counter() - started
-        self.queue.finish(planned.batch, status="success" if success else "failed", report=report)
 
 
 def _traceback(exc: BaseException) -> str:

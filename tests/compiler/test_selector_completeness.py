@@ -36,10 +36,10 @@ def router_with_ports(engine: ApiRuntime, ports: int = 3) -> tuple[str, list[str
 
 
 def latest_sets(engine: ApiRuntime) -> dict[str, list[str]]:
-    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0]["version"]
-    sets: dict[str, list[str]] = engine.facades.desired_state.desired_state(RequestContext.local(), latest)[
-        "sets"
-    ]
+    latest = engine.facades.desired_state.list_desired_states(RequestContext.local())[0].version
+    sets: dict[str, list[str]] = engine.facades.desired_state.desired_state(
+        RequestContext.local(), latest
+    ).sets
     return sets
 
 

@@ -23,10 +23,10 @@ def deploy(engine: ApiRuntime, entity: str, instance_id: str) -> str:
 
 
 def latest_sets(engine: ApiRuntime) -> dict[str, list[str]]:
-    version = engine.facades.desired_state.list_desired_states(RequestContext.local(), limit=1)[0]["version"]
-    sets: dict[str, list[str]] = engine.facades.desired_state.desired_state(RequestContext.local(), version)[
-        "sets"
-    ]
+    version = engine.facades.desired_state.list_desired_states(RequestContext.local(), limit=1)[0].version
+    sets: dict[str, list[str]] = engine.facades.desired_state.desired_state(
+        RequestContext.local(), version
+    ).sets
     return sets
 
 
