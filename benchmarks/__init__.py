@@ -12,6 +12,13 @@ Scenarios:
   worker runs it, twice (empty desired state, then after changing one network).
 * ``partial``: seed N networks, store a full compile, then time one instance update as a
   partial compile plus partial export, many times (median and p95).
+* ``e2e``: the whole system over real HTTP (``examples/router_port``): seed routers x 4 ports
+  in bulk, start ``lsm server`` (+ ``lsm worker`` processes), PATCH many ports at once and wait
+  until every update's exporting compile committed, verified in the latest desired state.
+  Modules ``e2e`` (driver), ``e2e_seed`` (seeding subprocess), ``processes`` (server and
+  workers), ``load`` (the PATCHes), ``completion`` (done, verified, compile history) and
+  ``e2e_cli`` (options, document, table). It uses only the HTTP API, the ``lsm`` command lines
+  and the inventory facade's ``import_instances``.
 
 Layout: ``cli`` (arguments, sizes, output), ``isolate`` (one size per fresh subprocess, so
 peak RSS is per size), ``full`` and ``partial`` (one size each), ``harness`` (engine, seeding,

@@ -1,12 +1,14 @@
-"""``python -m benchmarks {full,partial}``: parse the options, run each size, print, write JSON.
+"""``python -m benchmarks {full,partial,e2e}``: parse the options, run each size, print, write JSON.
 
 Why argparse and not the engine's typer CLI: the harness is a developer tool outside the
 ``lsm`` package and must not grow the product's command surface; ``--help`` is all it needs.
 
 Each size runs in a fresh subprocess (``benchmarks.isolate``) unless ``--in-process`` is given
-(the smoke test uses it; peak RSS is then the whole process's). The run exits 1 when a size
-could not be measured, 0 otherwise, whatever the checks say: targets are reported, not
-asserted (docs/architecture.md §8: performance is measured by benchmarks, never asserted by timed tests).
+(the smoke test uses it; peak RSS is then the whole process's). ``e2e`` has its own options
+and runner (``benchmarks.e2e_cli``): its server and workers are subprocesses already. The run
+exits 1 when a size could not be measured, 0 otherwise, whatever the checks say: targets are
+reported, not asserted (docs/architecture.md §8: performance is measured by benchmarks, never
+asserted by timed tests).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.console import Console
 
 from benchmarks import report, tables
 from benchmarks.backend import backend_name
+from benchmarks.e2e_cli import add_e2e_parser, run_e2e_command
 from benchmarks.isolate import SizeJob, run_in_process, run_in_subprocess
 
 FULL_SIZES = "1000,5000,10000,100000"
@@ -45,10 +48,10 @@ def parse_sizes(value: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Measure lsm-engine compiles over the examples/networks model "
-        "(N networks x --hosts hosts + 1 shared resource).",
+        description="Measure lsm-engine: compiles over the examples/networks model "
+        "(N networks x --hosts hosts + 1 shared resource), or the whole system over HTTP (e2e).",
     )
-    commands = parser.add_subparsers(dest="scenario", required=True, metavar="{full,partial}")
+    commands = parser.add_subparsers(dest="scenario", required=True, metavar="{full,partial,e2e}")
     full = commands.add_parser(
         "full",
         help="full compile: stages on their own, then end to end (empty store, then one change)",
@@ -67,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(partial, PARTIAL_SIZES)
     partial.add_argument("--repeat", type=int, default=30, help="updates measured per size (default 30)")
+    add_e2e_parser(commands)
     return parser
 
 
@@ -107,6 +111,8 @@ def _common(parser: argparse.ArgumentParser, sizes: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.scenario == "e2e":
+        return run_e2e_command(args, argv)
     out = Console()
     if not out.is_terminal:  # a pipe or a file: keep every column whole
         out = Console(width=200)

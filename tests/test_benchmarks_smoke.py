@@ -110,11 +110,11 @@ def test_a_failed_size_is_an_error_entry_not_an_exception(tmp_path: Path) -> Non
     assert "repeat must be at least 1" in result["error"]
 
 
-def test_help_names_both_scenarios() -> None:
+def test_help_names_every_scenario() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--help"], cwd=REPO, capture_output=True, text=True, check=True
     )
-    assert "full" in completed.stdout and "partial" in completed.stdout
+    assert all(name in completed.stdout for name in ("full", "partial", "e2e"))
 
 
 def test_sizes_accept_thousands_shorthand_and_refuse_nonsense() -> None:
@@ -126,3 +126,41 @@ def test_sizes_accept_thousands_shorthand_and_refuse_nonsense() -> None:
 def test_p95_is_a_sample_that_happened() -> None:
     assert percentile([3.0, 1.0, 2.0], 95) == 3.0
     assert percentile(list(map(float, range(1, 31))), 95) == 29.0
+
+
+def test_e2e_scenario_settles_and_verifies_every_update_over_http(tmp_path: Path, backend: str) -> None:
+    """Seed, a real ``lsm server``, concurrent PATCHes, completion read from the compile reports."""
+    out = tmp_path / "e2e.json"
+    url = _database_url(backend)
+    argv = ["e2e", "--routers", "3", "--updates", "6", "--timeout", "120", "--poll", "0.1"]
+    argv += ["--json", str(out), "--workdir", str(tmp_path / "work")] + (
+        ["--database-url", url] if url else []
+    )
+    assert main(argv) == 0
+    doc: dict[str, Any] = json.loads(out.read_text())
+    assert doc["scenario"] == "e2e"
+    assert "commit" in doc["code"]
+    result: dict[str, Any] = doc["results"][0]
+    assert "error" not in result, result.get("traceback")
+    assert "commit" in result["code"]
+    assert result["ports"] == 12
+    assert result["accepted"] == 6 and result["errors"] == {}
+    assert result["verified"]["verified"] == 6
+    assert result["settled"]["states"] == {"update_inprogress": 6}
+    assert result["compiles"]["validation"]["success"] == 6
+    assert result["compiles"]["partial"]["success"] == 6  # one exporting request per update, merged or not
+    assert 1 <= result["exporting_runs"] <= 6
+    assert len(result["export_per_update"]) == 6
+    assert {"p50", "p95", "p99", "max"} <= result["patch_latency_s"].keys()
+    assert {"p50", "p95"} <= result["completion_s"].keys()
+    assert set(result["exit_codes"]) == {"server"}
+    assert not list((tmp_path / "work").iterdir())  # the database and the logs are gone
+
+
+def test_e2e_stops_the_server_and_reports_an_error_when_the_run_can_not_be_measured(tmp_path: Path) -> None:
+    out = tmp_path / "e2e.json"
+    argv = ["e2e", "--routers", "1", "--updates", "5", "--json", str(out), "--workdir", str(tmp_path)]
+    assert main(argv) == 1  # 5 updates but only 4 ports
+    result = json.loads(out.read_text())["results"][0]
+    assert "more than the 4 ports" in result["error"]
+    assert all(code is not None for code in result["exit_codes"].values())
