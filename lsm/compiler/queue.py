@@ -155,16 +155,19 @@ class CompileQueue:
 
     # -- while running ---------------------------------------------------------------------------
     def renew(self, batches: list[Batch]) -> list[Batch]:
-        """Extend the leases of ``batches``; returns those whose lease was lost."""
-        lost: list[Batch] = []
+        """Extend the leases of ``batches`` (one statement per lease token); returns those whose
+        lease was lost."""
         if not batches:
-            return lost
+            return []
+        by_owner: dict[str, list[Batch]] = {}
+        for batch in batches:
+            by_owner.setdefault(batch.owner, []).append(batch)
         expires = self._expiry(utcnow())
+        held: set[str] = set()
         with self.db.write() as session:
-            for batch in batches:
-                if sql.renew(session, batch.owner, batch.ids, expires) == 0:
-                    lost.append(batch)
-        return lost
+            for owner, owned in sorted(by_owner.items()):
+                held |= sql.renew(session, owner, [i for b in owned for i in b.ids], expires)
+        return [batch for batch in batches if batch.leader.id not in held]
 
     def release(self, batches: list[Batch]) -> None:
         """Give claimed requests back (a graceful shutdown): another worker runs them."""

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
@@ -150,7 +150,7 @@ class ValidationBatches:
                 taken.append(planned)
         return taken, waiting, stale
 
-    def _select(self, session: Any, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
+    def _select(self, session: Session, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""
         validated = planned.row.id
 
@@ -178,7 +178,7 @@ class ValidationBatches:
         return view.read_ids() | {i for ids in selected.values() for i in ids} | {validated}
 
     def _everything(
-        self, session: Any, ctx: EnvironmentContext, validated: InstanceRow
+        self, session: Session, ctx: EnvironmentContext, validated: InstanceRow
     ) -> dict[str, list[InstanceDict]]:
         """Without partial compiles: every live instance, with the set its state names."""
         out: dict[str, list[InstanceDict]] = {}

@@ -42,7 +42,7 @@ def acquire(
             assert existing is not None
             return existing
         return row
-    if row.owner != owner and not steal and _as_utc(row.expires_at) > now:
+    if row.owner != owner and not steal and row.expires_at > now:
         return row
     if row.owner != owner:
         row.acquired_at, row.info = now, info
@@ -62,9 +62,3 @@ def renew(session: Session, name: str, owner: str, *, now: datetime, ttl: float)
 
 def release(session: Session, name: str, owner: str) -> None:
     session.execute(delete(LeaseRow).where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner))
-
-
-def _as_utc(value: datetime) -> datetime:
-    from datetime import UTC
-
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

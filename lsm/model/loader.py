@@ -132,28 +132,24 @@ def _forget(spec: str) -> None:
 
 
 def source_fingerprint(module: ModuleType) -> str | None:
-    """A hash of the module's source: its file, or every ``.py`` file under a package directory.
+    """A hash of the module's source: its file, or every ``.py`` file under a package directory
+    (the files ``_files_of`` lists).
 
     Read at load, so it describes the code this process runs (an edit on disk after loading is
     not running yet). Files the model imports from elsewhere are not covered: an operator who
     changes those asks for a complete full compile. ``None`` for a module without files.
     """
-    files: list[tuple[str, Path]] = []
-    for directory in getattr(module, "__path__", None) or ():
-        root = Path(directory)
-        files.extend((str(p.relative_to(root)), p) for p in sorted(root.rglob("*.py")))
+    files = [Path(f) for f in _files_of(module)]
     if not files:
-        origin = getattr(module, "__file__", None)
-        if not origin:
-            return None
-        files.append((Path(origin).name, Path(origin)))
+        return None
+    root = files[0].parent if len(files) == 1 else Path(str(module.__file__)).parent
     digest = hashlib.blake2b(digest_size=16)
-    for name, path in files:
+    for path in files:
         try:
             content = path.read_bytes()
         except OSError:
             return None
-        digest.update(f"{name}\0{len(content)}\0".encode())
+        digest.update(f"{path.relative_to(root)}\0{len(content)}\0".encode())
         digest.update(content)
     return digest.hexdigest()
 

@@ -54,13 +54,11 @@ class Scheduler:
         check_every: float = 1.0,
         lease_ttl: float = 15.0,
         clock: Callable[[], datetime] = utcnow,
-        fired: Callable[[str], None] = lambda env_id: None,
     ) -> None:
         self.db = db
         self.schedules = schedules
         self.check_every = check_every
         self.clock = clock
-        self.fired = fired
         owner, info = process_identity("scheduler")
         self.lease = Lease(db, LEASE, owner, ttl=lease_ttl, info=info)
         self._next_check = 0.0
@@ -104,11 +102,8 @@ class Scheduler:
                 compile_id = self._fire_if_due(session, env_id, cron, now)
                 if compile_id is not None:
                     requested.append(compile_id)
-        for compile_id in requested:
+        for compile_id in requested:  # the loop's next claim, or NOTIFY elsewhere, picks them up
             log.info("auto_full_compile requested compile %s", compile_id)
-        for env_id in {env_id for env_id, _ in due}:
-            if requested:
-                self.fired(env_id)
         return requested
 
     def _fire_if_due(self, session: Session, env_id: str, cron: str, now: datetime) -> str | None:
@@ -117,11 +112,7 @@ class Scheduler:
         if row is None:
             session.add(ScheduleRow(env_id=env_id, job=JOB, last_tick=previous))
             return None
-        last = (
-            row.last_tick
-            if row.last_tick is None or row.last_tick.tzinfo
-            else row.last_tick.replace(tzinfo=UTC)
-        )
+        last = row.last_tick  # UTCDateTime: aware, in UTC
         if last is not None and last >= previous:
             return None
         row.last_tick = previous
