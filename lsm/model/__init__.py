@@ -14,6 +14,7 @@ Pure Python, no I/O; imports only ``lsm.catalog``, ``lsm.lifecycle`` and ``lsm.e
 from lsm.model.context import CompileContext, all_instances, current_compile
 from lsm.model.implementation import Implementation, Produced, bindings_of, implementation
 from lsm.model.loader import IMPLEMENTATION_MARK, Model, load_model, model_from_module
+from lsm.model.meta import Meta
 from lsm.model.refinement import RefineResult, refine, validate
 from lsm.model.resource import Resource, ResourceData, Shared, shared
 from lsm.model.service import Service
@@ -25,6 +26,7 @@ __all__ = [
     "IMPLEMENTATION_MARK",
     "CompileContext",
     "Implementation",
+    "Meta",
     "Model",
     "Produced",
     "RefineResult",

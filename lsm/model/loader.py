@@ -27,6 +27,8 @@ from lsm.errors import ConfigurationError
 
 #: attribute set on implementation functions by ``@lsm.implementation(binding)``
 IMPLEMENTATION_MARK = "__lsm_binding__"
+#: attribute set on handler classes by ``@lsm.handler(resource_type)``: the types they handle
+HANDLER_MARK = "__lsm_handles__"
 
 
 @dataclass
@@ -36,6 +38,8 @@ class Model:
     bindings: list[Binding]
     implementations: dict[str, list[Callable[..., Any]]] = field(default_factory=dict)
     selectors: dict[str, Any] = field(default_factory=dict)
+    #: resource type -> handler class, from ``@lsm.handler`` classes and ``HANDLERS``
+    handlers: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     #: the model's source files and their (mtime, size) when it was loaded: see ``source_changed``
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -162,7 +166,11 @@ def model_from_module(module: ModuleType, *, source: str = "") -> Model:
         return explicit
     bindings: list[Binding] = []
     implementations: dict[str, list[Callable[..., Any]]] = {}
+    handlers: dict[str, Any] = {}
     for value in vars(module).values():
+        if isinstance(value, type) and HANDLER_MARK in vars(value):
+            for resource_type in getattr(value, HANDLER_MARK):
+                handlers[resource_type] = value
         if isinstance(value, Binding) and value not in bindings:
             bindings.append(value)
         elif callable(value) and hasattr(value, IMPLEMENTATION_MARK):
@@ -171,7 +179,14 @@ def model_from_module(module: ModuleType, *, source: str = "") -> Model:
     if not bindings:
         raise ConfigurationError(f"model {source or module.__name__!r} defines no lsm.Binding", model=source)
     selectors = dict(getattr(module, "SELECTORS", {}) or {})
-    return Model(bindings=bindings, implementations=implementations, selectors=selectors, source=source)
+    handlers.update(getattr(module, "HANDLERS", {}) or {})
+    return Model(
+        bindings=bindings,
+        implementations=implementations,
+        selectors=selectors,
+        handlers=handlers,
+        source=source,
+    )
 
 
 def _import(spec: str) -> ModuleType:

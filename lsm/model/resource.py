@@ -28,10 +28,12 @@ from typing import Any, ClassVar, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lsm.model.meta import Meta, stored_meta
+
 #: where a resource caches its id in its ``__dict__`` (never a field, never serialized)
 _ID_KEY = "_lsm_id"
 #: names a resource type may not use for a field: they mean something to the engine
-RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent"})
+RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent", "meta"})
 
 
 class ResourceData(NamedTuple):
@@ -61,6 +63,8 @@ class Resource(BaseModel):
 
     agent: str
     purged: bool = False
+    #: deploy metaparameters (docs/semantics.md §5); stored only when set away from the defaults
+    meta: Meta | None = None
     requires: tuple[Resource | str, ...] = Field(default=(), exclude=True)
 
     def __init_subclass__(
@@ -130,8 +134,18 @@ class Resource(BaseModel):
         return tuple(r if isinstance(r, str) else r.id for r in requires)
 
     def attributes(self) -> dict[str, Any]:
-        """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out."""
-        return self.model_dump(mode="json")
+        """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out.
+
+        ``meta`` appears only when it differs from the defaults (``stored_meta``), so that
+        resources without metaparameters keep the attributes and set hashes they always had.
+        """
+        data = self.model_dump(mode="json", exclude={"meta"})
+        meta = self.meta
+        if meta is not None:
+            stored = stored_meta(meta)
+            if stored:
+                data["meta"] = stored
+        return data
 
     def to_data(self) -> ResourceData:
         return ResourceData(self.id, self.attributes(), self.requires_ids)
