@@ -1,0 +1,82 @@
+"""From a stored resource record to what a handler is called with.
+
+Why one function: the agent (deploys), the dry run (``POST /api/v1/deploy {dry_run: true}``) and
+discovery all hand a handler the resource of a desired-state version; they must build it the
+same way. A handler generic in its resource type (``CRUDHandler[File]``) gets an instance of that
+class, validated from the stored attributes; a handler that names no class (one handler for
+many types) gets a ``StoredResource``, which offers what ``CRUDHandler.deploy`` uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from lsm.deploy.handler import Handler
+from lsm.errors import ConfigurationError
+from lsm.model.meta import DEFAULT_META, Meta, meta_of
+
+
+def resource_type_of(resource_id: str) -> str:
+    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"``."""
+    return resource_id.split("[", 1)[0]
+
+
+class StoredResource:
+    """A resource as stored (id, attributes, requires) for handlers that name no resource class."""
+
+    __slots__ = ("_attributes", "id", "requires_ids", "resource_type")
+
+    def __init__(self, resource_id: str, attributes: Mapping[str, Any], requires: tuple[str, ...] = ()):
+        self.id = resource_id
+        self.resource_type = resource_type_of(resource_id)
+        self._attributes = dict(attributes)
+        self.requires_ids = requires
+
+    @property
+    def agent(self) -> str:
+        return str(self._attributes["agent"])
+
+    @property
+    def purged(self) -> bool:
+        return bool(self._attributes.get("purged", False))
+
+    @property
+    def meta(self) -> Meta:
+        return meta_of(self._attributes) if "meta" in self._attributes else DEFAULT_META
+
+    def attributes(self) -> dict[str, Any]:
+        return dict(self._attributes)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._attributes[name]
+        except KeyError:
+            raise AttributeError(f"resource {self.id} has no attribute {name!r}") from None
+
+    def __repr__(self) -> str:
+        return f"StoredResource({self.id!r})"
+
+
+def materialize(
+    handler: Handler[Any], resource_id: str, attributes: Mapping[str, Any], requires: tuple[str, ...] = ()
+) -> Any:
+    """The object ``handler`` is called with for the stored resource ``resource_id``.
+
+    Raises ``ConfigurationError`` naming the resource when the stored attributes do not fit the
+    handler's resource class (the model and the handler disagree on the type's fields).
+    """
+    cls = handler.resource_class
+    if cls is None:
+        return StoredResource(resource_id, attributes, requires)
+    try:
+        return cls.model_validate({**attributes, "requires": requires})
+    except ValidationError as exc:
+        raise ConfigurationError(
+            f"resource {resource_id}: its stored attributes do not fit {cls.__name__} "
+            f"of handler {type(handler).__name__}: {exc.errors()[0]['msg']} "
+            f"at {'.'.join(map(str, exc.errors()[0]['loc']))}",
+            resource=resource_id,
+        ) from None

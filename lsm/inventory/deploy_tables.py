@@ -1,0 +1,144 @@
+"""Deploy tables: where each resource's deploy stands, its requires edges, its action log.
+
+Why these shapes (docs/architecture.md, deploy):
+
+* ``lsm_resource_state``: one row per resource of an environment's newest desired-state
+  version, keyed by resource id, **not** per version. A new version rewrites only the rows of
+  the resources it changed (the deploy planner reads the ``ds_resource`` rows written since it
+  last planned), so scheduling costs what changed, never the size of the environment. Per-id
+  rows are also what must survive new versions: the retry counter and the ``limit``/``burst``
+  token bucket (``bucket_tokens``, ``bucket_at``).
+  ``desired_hash`` is the hash of the desired attributes and requires of ``version``;
+  ``deployed_hash`` the hash that was last deployed with success: a resource whose desired
+  hash equals its deployed hash needs nothing (unless it drifted: ``poll``, repair).
+* ``lsm_resource_require``: the requires edges of the current rows, keyed by the required id,
+  so that "who requires X" (un-skip dependants when X recovers; delete purged resources after
+  the ones that require them) is a keyed lookup.
+* ``lsm_resource_action``: the action log, one row per deploy or dry run of one resource.
+* ``lsm_deploy_head``: per environment, the newest desired-state version the planner has
+  turned into resource-state rows.
+
+SQLAlchemy Core tables (on ``SQLModel.metadata``): agents read and write them in batches and
+never load ORM objects. Timestamps are timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    text,
+)
+from sqlmodel import SQLModel
+
+from lsm.inventory.database import JsonType
+
+metadata = SQLModel.metadata
+
+#: statuses an agent still has to act on (``lsm.schemas.deploy.ResourceStatus``)
+OPEN_STATUSES_SQL = "status IN ('pending', 'deploying')"
+
+lsm_resource_state = Table(
+    "lsm_resource_state",
+    metadata,
+    Column("resource_id", String, nullable=False),
+    Column("env_id", String(36), nullable=False),
+    Column("agent", String(255), nullable=False),
+    Column("resource_type", String(255), nullable=False),
+    # the resource set ('' = shared), as in ds_resource
+    Column("set_name", String(255), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("desired_hash", String(64), nullable=False),
+    Column("deployed_hash", String(64), nullable=True),
+    Column("last_deployed_version", Integer, nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("purged", Boolean, nullable=False),
+    Column("requires", JsonType, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text, nullable=True),
+    Column("last_action", String(20), nullable=True),
+    Column("last_action_at", DateTime(timezone=True), nullable=True),
+    # not before this time: a retry's delay, a token bucket's wait
+    Column("next_attempt_at", DateTime(timezone=True), nullable=True),
+    # a deployed resource with ``poll`` is re-checked at this time
+    Column("poll_at", DateTime(timezone=True), nullable=True),
+    Column("bucket_tokens", Float, nullable=True),
+    Column("bucket_at", DateTime(timezone=True), nullable=True),
+    # the agent process that runs it while ``deploying`` (fences a taken-over agent's results)
+    Column("claimed_by", String(200), nullable=True),
+    PrimaryKeyConstraint("resource_id", "env_id", name="pk_lsm_resource_state"),
+    # "the open work of these agents" (claims); partial: never a scan of the deployed rows
+    Index(
+        "ix_lsm_resource_state_open",
+        "env_id",
+        "agent",
+        "status",
+        sqlite_where=text(OPEN_STATUSES_SQL),
+        postgresql_where=text(OPEN_STATUSES_SQL),
+    ),
+    # "the resources of an environment, by agent" (listing, repair)
+    Index("ix_lsm_resource_state_agent", "env_id", "agent"),
+    # "deployed resources whose poll is due"
+    Index(
+        "ix_lsm_resource_state_poll",
+        "env_id",
+        "poll_at",
+        sqlite_where=text("poll_at IS NOT NULL"),
+        postgresql_where=text("poll_at IS NOT NULL"),
+    ),
+)
+
+lsm_resource_require = Table(
+    "lsm_resource_require",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("required_id", String, nullable=False),
+    Column("resource_id", String, nullable=False),
+    # "who requires these ids"
+    PrimaryKeyConstraint("required_id", "env_id", "resource_id", name="pk_lsm_resource_require"),
+    # "the edges of these requirers" (replaced when a resource's requires change)
+    Index("ix_lsm_resource_require_requirer", "resource_id", "env_id"),
+)
+
+lsm_resource_action = Table(
+    "lsm_resource_action",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("env_id", String(36), nullable=False),
+    Column("resource_id", String, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("changes", JsonType, nullable=False),
+    Column("messages", JsonType, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("duration_ms", Float, nullable=False),
+    Column("agent", String(255), nullable=False),
+    Column("dry_run", Boolean, nullable=False, server_default=text("false")),
+    # "the action log of a resource, newest first"
+    Index("ix_lsm_resource_action_resource", "resource_id", "env_id", "id"),
+)
+
+lsm_deploy_head = Table(
+    "lsm_deploy_head",
+    metadata,
+    Column("env_id", String(36), primary_key=True),
+    Column("planned_version", Integer, nullable=False),
+)
+
+__all__ = [
+    "OPEN_STATUSES_SQL",
+    "lsm_deploy_head",
+    "lsm_resource_action",
+    "lsm_resource_require",
+    "lsm_resource_state",
+]
