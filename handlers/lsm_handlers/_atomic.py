@@ -1,0 +1,30 @@
+"""Writing a file so that a reader sees the old content or the new one, never half of either.
+
+Why here: ``std::File`` and the config-file handler both write files that other programs (and
+the next ``read``) may open at any moment, and an agent may be killed mid-write. A temporary
+file in the same directory, flushed and renamed over the target, is atomic on POSIX.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes, mode: int) -> None:
+    """Replace ``path`` by a file holding ``data`` with permission bits ``mode``."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
