@@ -79,8 +79,8 @@ class ConfigFileHandler(lsm.CRUDHandler[Any]):
         path = self.path(ctx, resource)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # a file where a folder should be: missing; creating it says why it fails
         except OSError as exc:
             raise HandlerError(f"{resource.id}: can not read {path}: {exc.strerror}") from None
         try:
