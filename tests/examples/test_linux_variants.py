@@ -99,7 +99,7 @@ def test_port_rules_fail_the_compile_naming_the_port(ports: list[dict[str, Any]]
 
 def test_a_router_name_that_is_no_namespace_name_fails_the_compile() -> None:
     bad = inst(1, {"mgmt_ip": "10.0.0.1", "name": "-bad"})
-    with pytest.raises(ModelError, match=r"namespace name '-bad' must be 1\\.\\.64 characters"):
+    with pytest.raises(ModelError, match=r"namespace name '-bad' must be 1\.\.64 characters"):
         refine(router_port(), {"router": [bad], "port": []})
 
 
