@@ -2,7 +2,12 @@
 
 Why here: ``std::File`` and the config-file handler both write files that other programs (and
 the next ``read``) may open at any moment, and an agent may be killed mid-write. A temporary
-file in the same directory, flushed and renamed over the target, is atomic on POSIX.
+file in the same directory, renamed over the target, is atomic on POSIX.
+
+Why no ``fsync``: it made a first deploy of 10,000 files take 41 s instead of 5 s on this machine,
+and it buys durability across a power loss, not atomicity: readers never see a partial file
+either way. A file lost to a crash is drift, which the next deploy's ``read`` sees and repairs.
+Pass ``durable=True`` where a write must survive a power loss once the deploy reports it.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int, *, durable: bool = False) -> None:
     """Replace ``path`` by a file holding ``data`` with permission bits ``mode``."""
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -20,7 +25,8 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
             out.write(data)
             out.flush()
             os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(temp, path)
     except BaseException:
         try:
