@@ -194,3 +194,17 @@ def test_only_absolute_http_urls_are_accepted() -> None:
     for bad in ("ftp://h/x", "/relative", "http:///nohost"):
         with pytest.raises(ValidationError, match="not an absolute http"):
             HttpDocument(agent="api", url=bad, document=None)
+
+
+def test_one_handler_serves_many_threads_at_once(
+    server: DocumentServer, handler: HttpDocumentHandler, tmp_path: Path
+) -> None:
+    """The agent shares one handler between its threads: one kept client, every document written once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs = [doc(server.url(f"/d/{i}"), {"i": i}) for i in range(40)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        actions = list(pool.map(lambda d: run(handler, d, tmp_path).action, docs))
+    assert actions == ["create"] * 40
+    assert server.requests == Counter({"GET": 40, "PUT": 40})
+    assert {json.loads(body)["i"] for body in server.documents.values()} == set(range(40))

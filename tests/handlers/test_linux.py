@@ -118,6 +118,11 @@ def test_an_interface_gets_its_mtu_and_address_and_changes_in_place(
     current = handler.read(ctx, port(r1))
     assert current is not None and current["addresses"] == ["198.51.100.7/25"] and current["mtu"] == 1280
 
+    ctx = run(handler, port(r1, mtu=1280, address="198.51.100.7/25", up=False), tmp_path)
+    assert ctx.changes == {"up": Change(True, False)}
+    assert handler.read(ctx, port(r1))["up"] is False  # type: ignore[index]
+    run(handler, port(r1, mtu=1280, address="198.51.100.7/25"), tmp_path)
+
     dry = run(handler, port(r1, mtu=9000, address="198.51.100.7/25"), tmp_path, dry_run=True)
     assert dry.changes == {"mtu": Change(1280, 9000)}
     assert handler.read(dry, port(r1))["mtu"] == 1280  # type: ignore[index]
@@ -172,6 +177,34 @@ def test_a_veth_pair_between_two_namespaces_carries_a_ping_and_is_removed(
     assert run(handler, veth(netns_prefix, purged=True), tmp_path).action == "delete"
     assert "t1" not in links(r1) and "t1" not in links(r2)
     assert run(handler, veth(netns_prefix, purged=True), tmp_path).action == "none"
+
+
+def test_a_veth_to_a_missing_namespace_fails_naming_it_and_creates_nothing(
+    netns_prefix: str, tmp_path: Path
+) -> None:
+    r1 = f"{netns_prefix}r1"
+    run(NamespaceHandler(), ns(r1), tmp_path)
+    with pytest.raises(
+        HandlerError, match=rf"linux::Veth\[lab,name=t1\]: network namespace '{netns_prefix}r2'"
+    ):
+        run(VethHandler(), veth(netns_prefix), tmp_path)
+    assert "t1" not in links(r1)
+
+
+def test_a_failing_ip_command_is_reported_with_the_command_and_the_kernels_answer(
+    netns_prefix: str, tmp_path: Path
+) -> None:
+    r1 = f"{netns_prefix}r1"
+    run(NamespaceHandler(), ns(r1), tmp_path)
+    run(InterfaceHandler(), port(r1, name="dup", peer="dup-p"), tmp_path)
+    # a veth whose peer end would take the name of an existing link: the kernel refuses
+    with pytest.raises(HandlerError) as failed:
+        run(InterfaceHandler(), port(r1, name="new", peer="dup"), tmp_path)
+    message = str(failed.value)
+    assert message.startswith("linux::Interface[lab,name=new]: `ip -n ")
+    assert "link add new mtu 1500 type veth peer name dup mtu 1500` failed (exit 2)" in message
+    assert "File exists" in message
+    assert "new" not in links(r1)
 
 
 def test_a_veth_whose_peer_end_vanished_is_recreated(netns_prefix: str, tmp_path: Path) -> None:
