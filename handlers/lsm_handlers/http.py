@@ -13,6 +13,7 @@ and the status (or the transport error), never a bare exception.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -97,7 +98,9 @@ class HttpDocumentHandler(lsm.CRUDHandler[HttpDocument]):
         return {"url": resource.url, "document": document}
 
     def _put(self, ctx: lsm.HandlerContext, resource: HttpDocument) -> None:
-        response = self._request(resource, "PUT", json=resource.document)
+        # serialized here: httpx sends no body at all for ``json=None``, and ``null`` is a document
+        body = json.dumps(resource.document, separators=(",", ":"), ensure_ascii=False).encode()
+        response = self._request(resource, "PUT", content=body, headers={"Content-Type": "application/json"})
         if not response.is_success:
             raise self._fail(resource, "PUT", response)
         ctx.info("document written", url=resource.url, status=response.status_code)

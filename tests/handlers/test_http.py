@@ -208,3 +208,13 @@ def test_one_handler_serves_many_threads_at_once(
     assert actions == ["create"] * 40
     assert server.requests == Counter({"GET": 40, "PUT": 40})
     assert {json.loads(body)["i"] for body in server.documents.values()} == set(range(40))
+
+
+@pytest.mark.parametrize("document", [None, 0, "text", [], {"nested": {"a": [1, None]}}])
+def test_any_json_value_is_a_document_and_converges(
+    server: DocumentServer, handler: HttpDocumentHandler, tmp_path: Path, document: Any
+) -> None:
+    url = server.url("/any")
+    assert run(handler, doc(url, document), tmp_path).action == "create"
+    assert json.loads(server.documents["/any"]) == document
+    assert run(handler, doc(url, document), tmp_path).action == "none"
