@@ -202,19 +202,19 @@ def ip(resource_id: str, *args: str, namespace: str | None = None) -> str:
     return done.stdout
 
 
-def namespaces() -> set[str]:
-    """The names of the network namespaces ``ip netns`` knows."""
-    out = ip("linux::Namespace", "-j", "netns", "list")
+def namespaces(resource_id: str) -> set[str]:
+    """The names of the network namespaces ``ip netns`` knows (errors name ``resource_id``)."""
+    out = ip(resource_id, "-j", "netns", "list")
     return {entry["name"] for entry in json.loads(out or "[]")}
 
 
-def namespace_exists(name: str) -> bool:
-    return name in namespaces()
+def namespace_exists(resource_id: str, name: str) -> bool:
+    return name in namespaces(resource_id)
 
 
 def link(resource_id: str, namespace: str, name: str) -> dict[str, Any] | None:
     """``ip -d -j addr show`` of one link, or ``None`` when it (or its namespace) is missing."""
-    if not namespace_exists(namespace):
+    if not namespace_exists(resource_id, namespace):
         return None
     argv = [ip_command(), "-n", namespace, "-d", "-j", "addr", "show", "dev", name]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=IP_TIMEOUT, check=False)
@@ -256,14 +256,14 @@ def set_up(resource_id: str, namespace: str, names: Sequence[str], up: bool) -> 
 
 
 def _require_namespace(resource_id: str, namespace: str) -> None:
-    if not namespace_exists(namespace):
+    if not namespace_exists(resource_id, namespace):
         raise HandlerError(f"{resource_id}: network namespace {namespace!r} does not exist")
 
 
 # -- handlers ------------------------------------------------------------------------------------------
 class NamespaceHandler(lsm.CRUDHandler[Namespace]):
     def read(self, ctx: lsm.HandlerContext, resource: Namespace) -> Mapping[str, Any] | None:
-        return {"name": resource.name} if namespace_exists(resource.name) else None
+        return {"name": resource.name} if namespace_exists(resource.id, resource.name) else None
 
     def create(self, ctx: lsm.HandlerContext, resource: Namespace) -> None:
         ip(resource.id, "netns", "add", resource.name)

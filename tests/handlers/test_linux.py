@@ -217,14 +217,3 @@ def test_a_veth_whose_peer_end_vanished_is_recreated(netns_prefix: str, tmp_path
     assert ctx.action == "update" and "peer_namespace" in ctx.changes
     assert "t1" in links(r3) and "t1" not in links(r2)
     assert ping(r1, "10.9.0.2")
-
-
-def test_the_fixture_removes_the_namespaces_of_a_failed_test(tmp_path: Path) -> None:
-    from tests.netlab import netns_refusal, remove_namespaces
-
-    if netns_refusal():
-        pytest.skip(str(netns_refusal()))
-    prefix = "lsmt-cleanup-"
-    run(NamespaceHandler(), ns(f"{prefix}a"), tmp_path)
-    remove_namespaces(prefix)
-    assert not any(n.startswith(prefix) for n in namespaces())
