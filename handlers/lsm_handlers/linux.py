@@ -187,18 +187,26 @@ def ip_command() -> str:
     return found
 
 
+def _run(resource_id: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=IP_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise HandlerError(f"{resource_id}: `ip {' '.join(argv[1:])}` took more than {IP_TIMEOUT}s") from None
+
+
+def _failed(resource_id: str, argv: list[str], done: subprocess.CompletedProcess[str]) -> HandlerError:
+    return HandlerError(
+        f"{resource_id}: `ip {' '.join(argv[1:])}` failed (exit {done.returncode}): "
+        f"{done.stderr.strip() or done.stdout.strip()}"
+    )
+
+
 def ip(resource_id: str, *args: str, namespace: str | None = None) -> str:
     """Run ``ip [-n namespace] args``; raise ``HandlerError`` naming the resource and the command."""
     argv = [ip_command(), *(["-n", namespace] if namespace else []), *args]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=IP_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-        raise HandlerError(f"{resource_id}: `{' '.join(argv[1:])}` took more than {IP_TIMEOUT}s") from None
+    done = _run(resource_id, argv)
     if done.returncode != 0:
-        raise HandlerError(
-            f"{resource_id}: `ip {' '.join(argv[1:])}` failed (exit {done.returncode}): "
-            f"{done.stderr.strip() or done.stdout.strip()}"
-        )
+        raise _failed(resource_id, argv, done)
     return done.stdout
 
 
@@ -217,13 +225,11 @@ def link(resource_id: str, namespace: str, name: str) -> dict[str, Any] | None:
     if not namespace_exists(resource_id, namespace):
         return None
     argv = [ip_command(), "-n", namespace, "-d", "-j", "addr", "show", "dev", name]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=IP_TIMEOUT, check=False)
+    done = _run(resource_id, argv)
     if done.returncode != 0:
         if "does not exist" in done.stderr or "Cannot open network namespace" in done.stderr:
             return None
-        raise HandlerError(
-            f"{resource_id}: `ip {' '.join(argv[1:])}` failed (exit {done.returncode}): {done.stderr.strip()}"
-        )
+        raise _failed(resource_id, argv, done)
     found = json.loads(done.stdout or "[]")
     return dict(found[0]) if found else None
 
@@ -248,6 +254,11 @@ def set_address(resource_id: str, namespace: str, name: str, address: str | None
     ip(resource_id, "addr", "flush", "dev", name, "scope", "global", namespace=namespace)
     if address is not None:
         ip(resource_id, "addr", "add", address, "dev", name, namespace=namespace)
+
+
+def set_mtu(resource_id: str, namespace: str, names: Sequence[str], mtu: int) -> None:
+    for name in names:
+        ip(resource_id, "link", "set", "dev", name, "mtu", str(mtu), namespace=namespace)
 
 
 def set_up(resource_id: str, namespace: str, names: Sequence[str], up: bool) -> None:
@@ -290,26 +301,11 @@ class InterfaceHandler(lsm.CRUDHandler[Interface]):
         rid, ns = resource.id, resource.namespace
         _require_namespace(rid, ns)
         mtu = str(resource.mtu)
+        add = ["link", "add", resource.name, "mtu", mtu, "type", resource.kind]
         if resource.kind == "veth":
             assert resource.peer is not None  # checked by the resource type
-            ip(
-                rid,
-                "link",
-                "add",
-                resource.name,
-                "mtu",
-                mtu,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                resource.peer,
-                "mtu",
-                mtu,
-                namespace=ns,
-            )
-        else:
-            ip(rid, "link", "add", resource.name, "mtu", mtu, "type", resource.kind, namespace=ns)
+            add += ["peer", "name", resource.peer, "mtu", mtu]
+        ip(rid, *add, namespace=ns)
         set_address(rid, ns, resource.name, resource.address)
         set_up(rid, ns, self._ends(resource), resource.up)
         ctx.info("interface added", namespace=ns, name=resource.name, kind=resource.kind)
@@ -325,8 +321,7 @@ class InterfaceHandler(lsm.CRUDHandler[Interface]):
             self.create(ctx, resource)
             return
         if "mtu" in changes:
-            for end in self._ends(resource):
-                ip(rid, "link", "set", "dev", end, "mtu", str(resource.mtu), namespace=ns)
+            set_mtu(rid, ns, self._ends(resource), resource.mtu)
         if "address" in changes:
             set_address(rid, ns, resource.name, resource.address)
         if "up" in changes:
@@ -376,25 +371,9 @@ class VethHandler(lsm.CRUDHandler[Veth]):
         _require_namespace(rid, resource.namespace)
         _require_namespace(rid, resource.peer_namespace)
         mtu = str(resource.mtu)
-        ip(
-            rid,
-            "link",
-            "add",
-            resource.name,
-            "netns",
-            resource.namespace,
-            "mtu",
-            mtu,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            resource.peer,
-            "netns",
-            resource.peer_namespace,
-            "mtu",
-            mtu,
-        )
+        near = ["link", "add", resource.name, "netns", resource.namespace, "mtu", mtu, "type", "veth"]
+        far = ["peer", "name", resource.peer, "netns", resource.peer_namespace, "mtu", mtu]
+        ip(rid, *near, *far)
         self._configure(resource)
         ctx.info(
             "veth pair added",
@@ -411,30 +390,15 @@ class VethHandler(lsm.CRUDHandler[Veth]):
     def update(self, ctx: lsm.HandlerContext, resource: Veth, changes: Mapping[str, Change]) -> None:
         rid = resource.id
         if "peer" in changes or "peer_namespace" in changes or "kind" in changes:
+            # both ends' namespaces first: never delete a link that can not be made again
+            _require_namespace(rid, resource.namespace)
+            _require_namespace(rid, resource.peer_namespace)
             ip(rid, "link", "del", "dev", resource.name, namespace=resource.namespace)
             self.create(ctx, resource)
             return
         if "mtu" in changes:
-            ip(
-                rid,
-                "link",
-                "set",
-                "dev",
-                resource.name,
-                "mtu",
-                str(resource.mtu),
-                namespace=resource.namespace,
-            )
-            ip(
-                rid,
-                "link",
-                "set",
-                "dev",
-                resource.peer,
-                "mtu",
-                str(resource.mtu),
-                namespace=resource.peer_namespace,
-            )
+            set_mtu(rid, resource.namespace, [resource.name], resource.mtu)
+            set_mtu(rid, resource.peer_namespace, [resource.peer], resource.mtu)
         if "address" in changes:
             set_address(rid, resource.namespace, resource.name, resource.address)
         if "peer_address" in changes:

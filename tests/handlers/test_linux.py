@@ -217,3 +217,8 @@ def test_a_veth_whose_peer_end_vanished_is_recreated(netns_prefix: str, tmp_path
     assert ctx.action == "update" and "peer_namespace" in ctx.changes
     assert "t1" in links(r3) and "t1" not in links(r2)
     assert ping(r1, "10.9.0.2")
+
+    # moving it to a namespace that does not exist fails before anything is deleted
+    with pytest.raises(HandlerError, match=f"network namespace '{netns_prefix}r4' does not exist"):
+        run(handler, veth(netns_prefix, peer_namespace=f"{netns_prefix}r4"), tmp_path)
+    assert "t1" in links(r1) and "t1" in links(r3)
