@@ -2,7 +2,7 @@
 
 Imports point down only: a module may import from its own layer or any layer below it. The
 client imports nothing of the server side; the core never imports the bundled plugin packages
-(``lsm_selectors``, ``lsm_lifecycles``): it finds them by entry point.
+(``lsm_selectors``, ``lsm_lifecycles``, ``lsm_handlers``): it finds them by entry point.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_imports_point_down(path: Path) -> None:
     assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to docs/architecture.md §2"
     problems = []
     for line, name in _imports(path):
-        if name.startswith(("lsm_selectors", "lsm_lifecycles")):
+        if name.startswith(("lsm_selectors", "lsm_lifecycles", "lsm_handlers")):
             problems.append(f"line {line}: the core imports plugin package {name}")
             continue
         if not name.startswith("lsm."):

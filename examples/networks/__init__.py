@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
+from lsm_handlers.config import config_handlers
+
 import lsm
 
 
@@ -37,6 +39,11 @@ class AgentConfig(lsm.Resource, type="net::AgentConfig", id_attribute="name"):
 
     name: str
     autostart: bool = True
+
+
+#: These types have no handler of their own: each resource is deployed as one JSON file under the
+#: agent's state directory (docs/handlers.md §6), so orders reach ``up`` with no set-up and no root.
+HANDLERS = config_handlers(Host, AgentConfig)
 
 
 @lsm.implementation(network)

@@ -19,6 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Annotated
 
+from lsm_handlers.config import config_handlers
+
 import lsm
 from lsm.errors import ModelError
 
@@ -63,6 +65,11 @@ class AgentConfig(lsm.Resource, type="net::AgentConfig", id_attribute="name"):
 
     name: str
     autostart: bool = True
+
+
+#: These types have no handler of their own: each resource is deployed as one JSON file under the
+#: agent's state directory (docs/handlers.md §6), so orders reach ``up`` with no set-up and no root.
+HANDLERS = config_handlers(RouterConfig, Interface, AgentConfig)
 
 
 def port_names() -> dict[tuple[str, str], list[str]]:

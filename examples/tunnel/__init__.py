@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
+from lsm_handlers.config import config_handlers
+
 import lsm
 from lsm.errors import ModelError
 
@@ -86,6 +88,11 @@ class TunnelEndpoint(lsm.Resource, type="net::TunnelEndpoint", id_attribute="nam
     mtu: int
     peer: str
     key: str
+
+
+#: These types have no handler of their own: each resource is deployed as one JSON file under the
+#: agent's state directory (docs/handlers.md §6), so orders reach ``up`` with no set-up and no root.
+HANDLERS = config_handlers(RouterConfig, Interface, TunnelEndpoint)
 
 
 @lsm.implementation(router)

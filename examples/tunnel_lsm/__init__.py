@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
+from lsm_handlers.config import config_handlers
 from pydantic import Field
 
 import lsm
@@ -48,6 +49,11 @@ class TunnelEndpoint(lsm.Resource, type="net::TunnelEndpoint", id_attribute="nam
     """The configuration of one end of a tunnel, on its port."""
 
     name: str
+
+
+#: These types have no handler of their own: each resource is deployed as one JSON file under the
+#: agent's state directory (docs/handlers.md §6), so orders reach ``up`` with no set-up and no root.
+HANDLERS = config_handlers(TunnelEndpoint)
 
 
 @lsm.implementation(tunnel)
