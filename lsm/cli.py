@@ -1044,17 +1044,17 @@ def _show_dry_run(result: dict[str, Any]) -> None:
         f"dry run of version {result.get('version')} (nothing changed)", ("id", "action", "changes", "error")
     )
     for item in result.get("resources") or []:
-        changes = "; ".join(
-            f"{key}: {_compact(c.get('current'))} → {_compact(c.get('desired'))}"
+        changes = "\n".join(
+            f"{escape(key)}: {_short(c.get('current'), 40)} → {_short(c.get('desired'), 40)}"
             for key, c in (item.get("changes") or {}).items()
         )
-        action = str(item["action"])
-        style = "red" if item.get("error") else ("dim" if action == "none" else "")
+        action = escape(str(item["action"]))
+        style = "red" if item.get("error") else ("dim" if item["action"] == "none" else "")
         table.add_row(
             escape(item["id"]),
-            f"[{style}]{escape(action)}[/]" if style else escape(action),
-            _short(changes, 100),
-            _short(item.get("error"), 100),
+            f"[{style}]{action}[/]" if style else action,
+            changes,
+            _short(item.get("error"), 200),
         )
     out.print(table)
     if result.get("version") is None:
