@@ -1158,7 +1158,9 @@ def deploy(
     with errors_reported(url), Client(url, environment) as client:
         result = client.deploy(agents=agents, repair=repair)
         if not as_json:
-            out.print(f"version {result.get('version')}: {result.get('scheduled')} resource(s) scheduled")
+            version = result.get("version")
+            of_version = f" (desired-state version {version})" if version is not None else ""
+            out.print(f"{result.get('scheduled')} resource(s) scheduled{of_version}")
         if not wait:
             if as_json:
                 typer.echo(json.dumps(result, indent=2, default=str))

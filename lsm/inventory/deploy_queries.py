@@ -52,8 +52,8 @@ def _utc(value: datetime | None) -> datetime | None:
     return value
 
 
-def resource_type_of(resource_id: str) -> str:
-    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"``."""
+def _type_of(resource_id: str) -> str:
+    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"`` (``lsm.deploy.materialize`` is above this layer)."""
     return resource_id.split("[", 1)[0]
 
 
@@ -148,7 +148,7 @@ def get_resource(session: Session, env_id: str, resource_id: str) -> ResourceOut
     first_version, attributes = desired
     return ResourceOut(
         id=resource_id,
-        type=resource_type_of(resource_id),
+        type=_type_of(resource_id),
         agent=str(attributes.get("agent", "")),
         status=ResourceStatus.PENDING,
         version=first_version,

@@ -157,8 +157,3 @@ class DeployStatusOut(BaseModel):
     counts: dict[ResourceStatus, int] = Field(
         default_factory=dict, description="Resources per status (statuses with none left out)."
     )
-
-    @property
-    def open(self) -> int:
-        """Resources an agent still has to act on (``pending`` or ``deploying``)."""
-        return self.counts.get(ResourceStatus.PENDING, 0) + self.counts.get(ResourceStatus.DEPLOYING, 0)
