@@ -1075,6 +1075,9 @@ def _follow_deploy(
 ) -> dict[str, Any]:
     """Poll ``GET /api/v1/deploy`` until nothing is open, at most ``timeout`` seconds; the last status.
 
+    It polls every ``DEPLOY_POLL`` seconds, or less often when one answer takes long (a count
+    over a large environment), so that following a deploy never loads the server much.
+
     On a terminal a progress bar counts the resources that are no longer open; otherwise a
     line per change of the counts goes to stderr.
     """
@@ -1083,7 +1086,9 @@ def _follow_deploy(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     deadline = time.monotonic() + timeout
+    started = time.monotonic()
     status = client.deploy_status(agents=agents)
+    asked = time.monotonic() - started
     columns = (
         TextColumn("deploy"),
         BarColumn(),
@@ -1109,8 +1114,12 @@ def _follow_deploy(
             if time.monotonic() >= deadline:
                 err.print(f"[red]error:[/] the deploy did not finish within {timeout:g} s: {escape(line)}")
                 raise typer.Exit(1)
-            time.sleep(min(DEPLOY_POLL, max(0.0, deadline - time.monotonic())))
+            # a large environment's count takes a while: never spend more than a fifth of the time on it
+            pause = max(DEPLOY_POLL, 4 * asked)
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            started = time.monotonic()
             status = client.deploy_status(agents=agents)
+            asked = time.monotonic() - started
 
 
 @app.command("deploy")

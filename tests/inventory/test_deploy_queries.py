@@ -105,6 +105,7 @@ def test_filtered_listings_read_an_index_in_order_on_sqlite(seeded: Database) ->
     if not seeded.is_sqlite:
         pytest.skip("SQLite's plan text is what is checked here")
     cases = {
+        "1 = 1": "ix_lsm_resource_state_env",
         "agent = 'a1'": "ix_lsm_resource_state_agent",
         "status = 'failed'": "ix_lsm_resource_state_status",
         "resource_type = 'net::Host'": "ix_lsm_resource_state_type",

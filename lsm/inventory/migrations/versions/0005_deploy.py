@@ -58,6 +58,7 @@ def upgrade() -> None:
         postgresql_where=_OPEN,
     )
     op.create_index("ix_lsm_resource_state_agent", "lsm_resource_state", ["env_id", "agent", "resource_id"])
+    op.create_index("ix_lsm_resource_state_env", "lsm_resource_state", ["env_id", "resource_id"])
     op.create_index("ix_lsm_resource_state_status", "lsm_resource_state", ["env_id", "status", "resource_id"])
     op.create_index(
         "ix_lsm_resource_state_type", "lsm_resource_state", ["env_id", "resource_type", "resource_id"]
@@ -111,6 +112,7 @@ def downgrade() -> None:
     op.drop_index("ix_lsm_resource_state_poll", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_type", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_status", table_name="lsm_resource_state")
+    op.drop_index("ix_lsm_resource_state_env", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_agent", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_open", table_name="lsm_resource_state")
     op.drop_table("lsm_resource_state")
