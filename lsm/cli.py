@@ -59,11 +59,13 @@ instance_app = typer.Typer(help="Service instances: order, change, inspect.", no
 environment_app = typer.Typer(help="Environments and their settings.", no_args_is_help=True)
 lifecycle_app = typer.Typer(help="Lifecycles (read offline from the lifecycle files).", no_args_is_help=True)
 selector_app = typer.Typer(help="Selectors of partial compiles.", no_args_is_help=True)
+resources_app = typer.Typer(help="Resources of the newest desired state and their deploy.")
 app.add_typer(catalog_app, name="catalog")
 app.add_typer(instance_app, name="instance")
 app.add_typer(environment_app, name="environment")
 app.add_typer(lifecycle_app, name="lifecycle")
 app.add_typer(selector_app, name="selector")
+app.add_typer(resources_app, name="resources")
 
 # -- options shared by every client command ------------------------------------------------------
 Url = Annotated[str, typer.Option("--url", envvar="LSM_URL", help="Base URL of the lsm server.")]
@@ -420,6 +422,8 @@ def _show_instance(instance: dict[str, Any]) -> None:
         for k in ("id", "service_entity", "state", "version", "desired_state_version", "owner", "deleted")
     }
     head.update(created_at=instance.get("created_at"), last_updated=instance.get("last_updated"))
+    if instance.get("deployment_progress"):
+        head["deploy"] = _progress_line(instance["deployment_progress"])
     _print_kv(head, title=f"{instance.get('service_entity')} instance")
     table = _table("attributes", ("attribute", "candidate", "active", "rollback"))
     sets = [instance.get(f"{s}_attributes") or {} for s in ("candidate", "active", "rollback")]
@@ -683,9 +687,29 @@ def _show_diagnosis(data: dict[str, Any]) -> None:
         "validation": _compile_line(data.get("validation_compile")),
         "pending": _compile_line(data.get("pending_compile")),
     }
+    progress = data.get("deployment_progress")
+    if progress and progress.get("total"):
+        summary["deploy"] = _progress_line(progress)
     resources = data.get("resources") or []
-    summary["failed resources"] = ", ".join(f"{r.get('id')} ({r.get('status')})" for r in resources) or None
+    summary["failed resources"] = "; ".join(_resource_problem(r) for r in resources) or None
     _print_kv(summary, title="diagnosis")
+
+
+def _progress_line(progress: dict[str, Any]) -> str:
+    """``3/5 deployed, 1 failed, 1 waiting`` (counts that are zero left out)."""
+    parts = [f"{progress.get('deployed', 0)}/{progress.get('total', 0)} deployed"]
+    parts += [f"{progress[k]} {k}" for k in ("failed", "skipped", "waiting") if progress.get(k)]
+    return ", ".join(parts)
+
+
+def _resource_problem(resource: dict[str, Any]) -> str:
+    """A failed resource with its last error, a skipped one with what blocked it."""
+    line = f"{resource.get('id')} ({resource.get('status')})"
+    if resource.get("blocked_by"):
+        return f"{line}: requires {', '.join(resource['blocked_by'])}"
+    if resource.get("last_error"):
+        return f"{line}: {resource['last_error']}"
+    return line
 
 
 # -- compiles and desired state ------------------------------------------------------------------------
@@ -893,6 +917,275 @@ def desired_state(
         out.print(table)
 
     call(url, environment, as_json, request, show)
+
+
+# -- resources and deploy ----------------------------------------------------------------------------
+#: how a resource status is shown in tables
+_STATUS_STYLE = {
+    "deployed": "green",
+    "failed": "red",
+    "skipped": "yellow",
+    "pending": "cyan",
+    "deploying": "blue",
+    "noop_pending": "magenta",
+}
+#: seconds between looks at the deploy status while ``lsm deploy --wait`` waits
+DEPLOY_POLL = 0.5
+
+
+def _status(value: Any) -> str:
+    text = escape(str(value or ""))
+    style = _STATUS_STYLE.get(str(value))
+    return f"[{style}]{text}[/]" if style else text
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = _compact(value) if value is not None else ""
+    return escape(text if len(text) <= width else text[: width - 1] + "…")
+
+
+@resources_app.callback(invoke_without_command=True)
+def resources_list(
+    ctx: typer.Context,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's resources.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", help="Only this status: pending, deploying, deployed, failed, skipped, noop_pending."
+        ),
+    ] = None,
+    resource_type: Annotated[
+        str | None, typer.Option("--type", help="Only this type, e.g. std::File.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many (1..1000).")] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many (paging, in id order).")] = 0,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """The resources of the newest desired state and where their deploy stands (``show ID``: one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+
+    def show(resources: list[dict[str, Any]]) -> None:
+        table = _table(
+            "resources", ("id", "agent", "status", "version", "deployed", "tries", "last action", "error")
+        )
+        for r in resources:
+            table.add_row(
+                escape(r["id"]),
+                escape(r["agent"]),
+                _status(r["status"]),
+                _cell(r.get("version")),
+                _cell(r.get("last_deployed_version")),
+                _cell(r.get("attempts") or None),
+                _cell(r.get("last_action_at") and f"{r.get('last_action')} {r['last_action_at']}"),
+                _short(r.get("last_error")),
+            )
+        out.print(table)
+        if not resources:
+            out.print("[dim](none)[/]")
+
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.resources(
+            agent=agent, status=status, resource_type=resource_type, limit=limit, offset=offset
+        ),
+        show,
+    )
+
+
+@resources_app.command("show")
+def resources_show(
+    resource_id: Annotated[str, typer.Argument(help="The resource id, e.g. 'std::File[h1,path=/tmp/x]'.")],
+    actions: Annotated[
+        int, typer.Option("--actions", help="Show this many of its actions (newest first).")
+    ] = 10,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """One resource: its deploy state, desired attributes and latest actions."""
+
+    def request(client: Client) -> dict[str, Any]:
+        resource = client.resource(resource_id)
+        return {"resource": resource, "actions": client.resource_actions(resource_id, limit=actions)}
+
+    def show(data: dict[str, Any]) -> None:
+        resource = dict(data["resource"])
+        attributes = resource.pop("attributes", None) or {}
+        _print_kv(resource, title="resource")
+        if attributes:
+            _print_kv(attributes, title="desired attributes")
+        table = _table(
+            "actions (newest first)", ("id", "started", "action", "status", "ms", "changes", "message")
+        )
+        for a in data["actions"]:
+            messages = a.get("messages") or []
+            action = escape(str(a["action"])) + (" (dry run)" if a.get("dry_run") else "")
+            table.add_row(
+                str(a["id"]),
+                _cell(a.get("started_at")),
+                action,
+                _status(a.get("status")),
+                f"{float(a.get('duration_ms') or 0):.1f}",
+                escape(", ".join(a.get("changes") or {})),
+                _short(messages[-1].get("message") if messages else None),
+            )
+        out.print(table)
+
+    call(url, environment, as_json, request, show)
+
+
+def _show_dry_run(result: dict[str, Any]) -> None:
+    table = _table(
+        f"dry run of version {result.get('version')} (nothing changed)", ("id", "action", "changes", "error")
+    )
+    for item in result.get("resources") or []:
+        changes = "\n".join(
+            f"{escape(key)}: {_short(c.get('current'), 40)} → {_short(c.get('desired'), 40)}"
+            for key, c in (item.get("changes") or {}).items()
+        )
+        action = escape(str(item["action"]))
+        style = "red" if item.get("error") else ("dim" if item["action"] == "none" else "")
+        table.add_row(
+            escape(item["id"]),
+            f"[{style}]{action}[/]" if style else action,
+            changes,
+            _short(item.get("error"), 200),
+        )
+    out.print(table)
+    if result.get("version") is None:
+        out.print("[dim]no desired state yet: nothing to deploy[/]")
+
+
+def _deploy_done(status: dict[str, Any]) -> bool:
+    """Nothing pending or deploying, and the planner has planned the newest version."""
+    counts = status.get("counts") or {}
+    planned = status.get("planned_version")
+    version = status.get("version")
+    caught_up = version is None or (planned is not None and planned >= version)
+    return caught_up and not counts.get("pending") and not counts.get("deploying")
+
+
+def _follow_deploy(
+    client: Client, agents: list[str] | None, *, timeout: float, progress: bool
+) -> dict[str, Any]:
+    """Poll ``GET /api/v1/deploy`` until nothing is open, at most ``timeout`` seconds; the last status.
+
+    It polls every ``DEPLOY_POLL`` seconds, or less often when one answer takes long (a count
+    over a large environment), so that following a deploy never loads the server much.
+
+    On a terminal a progress bar counts the resources that are no longer open; otherwise a
+    line per change of the counts goes to stderr.
+    """
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    status = client.deploy_status(agents=agents)
+    asked = time.monotonic() - started
+    columns = (
+        TextColumn("deploy"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+    )
+    last = ""
+    with Progress(*columns, console=err, transient=True, disable=not progress) as bar:
+        task = bar.add_task("", total=None)
+        while True:
+            counts = status.get("counts") or {}
+            total = int(status.get("total") or 0)
+            open_ = int(counts.get("pending", 0)) + int(counts.get("deploying", 0))
+            line = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            if progress:
+                bar.update(task, total=total or None, completed=total - open_, description=line)
+            elif line != last:
+                err.print(escape(f"deploy: {line or 'no resources'}"))
+            last = line
+            if _deploy_done(status):
+                return status
+            if time.monotonic() >= deadline:
+                err.print(f"[red]error:[/] the deploy did not finish within {timeout:g} s: {escape(line)}")
+                raise typer.Exit(1)
+            # a large environment's count takes a while: never spend more than a fifth of the time on it
+            pause = max(DEPLOY_POLL, 4 * asked)
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            started = time.monotonic()
+            status = client.deploy_status(agents=agents)
+            asked = time.monotonic() - started
+
+
+@app.command("deploy")
+def deploy(
+    agent: Annotated[list[str] | None, typer.Option("--agent", help="Only this agent (repeatable).")] = None,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Re-deploy every resource, not only failed and skipped ones.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only report what a deploy would change (handlers read only).")
+    ] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Follow the deploy with a progress bar until nothing is pending.")
+    ] = False,
+    timeout: Annotated[float, typer.Option(help="Bound on --wait and on a dry run (seconds).")] = 600.0,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Deploy the newest desired state again (failed and skipped resources), or dry-run it.
+
+    Exit code 1 when a dry-run item has an error, or with --wait when resources failed or
+    were skipped or the deploy did not finish in time.
+    """
+    from lsm.client import Client
+
+    if dry_run and (wait or repair):
+        raise typer.BadParameter(
+            "--dry-run changes nothing: leave out --wait and --repair", param_hint="--dry-run"
+        )
+    if timeout <= 0:
+        raise typer.BadParameter("must be positive", param_hint="--timeout")
+    agents = list(agent) if agent else None
+    if dry_run:
+        result = call(
+            url,
+            environment,
+            as_json,
+            lambda c: c.deploy(dry_run=True, agents=agents, timeout=timeout),
+            _show_dry_run,
+        )
+        if any(item.get("error") for item in result.get("resources") or []):
+            raise typer.Exit(1)
+        return
+    with errors_reported(url), Client(url, environment) as client:
+        result = client.deploy(agents=agents, repair=repair)
+        if not as_json:
+            version = result.get("version")
+            of_version = f" (desired-state version {version})" if version is not None else ""
+            out.print(f"{result.get('scheduled')} resource(s) scheduled{of_version}")
+        if not wait:
+            if as_json:
+                typer.echo(json.dumps(result, indent=2, default=str))
+            return
+        status = _follow_deploy(client, agents, timeout=timeout, progress=err.is_terminal and not as_json)
+    if as_json:
+        typer.echo(json.dumps({**result, "status": status}, indent=2, default=str))
+    else:
+        counts = status.get("counts") or {}
+        out.print(
+            "deployed: "
+            + (", ".join(f"{_status(k)} {v}" for k, v in sorted(counts.items())) or "no resources")
+        )
+    counts = status.get("counts") or {}
+    if counts.get("failed") or counts.get("skipped"):
+        raise typer.Exit(1)
 
 
 # -- environments ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ status it maps to and a short ``kind`` used in the API error body
     LsmError (500 internal)
     ├── NotFound (404 not_found)
     │   ├── UnknownEnvironment, UnknownEntity, UnknownInstance
-    │   ├── UnknownVersion, UnknownCompile, UnknownLifecycle, UnknownSelector
+    │   ├── UnknownVersion, UnknownCompile, UnknownLifecycle, UnknownSelector, UnknownResource
     ├── Conflict (409 conflict)
     │   ├── VersionConflict          current_version mismatch
     │   ├── TransferNotAllowed       no transfer for that trigger in this state (lists allowed)
@@ -84,6 +84,10 @@ class UnknownLifecycle(NotFound):
 
 class UnknownSelector(NotFound):
     pass
+
+
+class UnknownResource(NotFound):
+    """A resource id that neither the deploy state nor the newest desired state holds."""
 
 
 class Conflict(LsmError):

@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
-from lsm.api import catalog, compiles, desired_state, environments, events, health, inventory
+from lsm.api import catalog, compiles, deploy, desired_state, environments, events, health, inventory
 from lsm.api.deps import RequestIdMiddleware
 from lsm.api.errors import install_error_handlers
 from lsm.facade import Facades
@@ -26,6 +26,7 @@ ROUTERS = (
     desired_state.router,
     environments.router,
     events.router,
+    deploy.router,
 )
 
 

@@ -265,6 +265,50 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """The resources of one version."""
         return self._many(Request("GET", f"/api/v1/desired_state/{_seg(version)}/resources"))
 
+    # -- resources and deploy ------------------------------------------------------------------------
+    def resources(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        resource_type: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ListT:
+        """The newest version's resources and their deploy status, in id order (one page)."""
+        params = _drop_none(
+            {"agent": agent, "status": status, "type": resource_type, "limit": limit, "offset": offset}
+        )
+        return self._many(Request("GET", "/api/v1/resources", params=params))
+
+    def resource(self, resource_id: str) -> ObjT:
+        """One resource (any id: ``std::File[h1,path=/etc/motd]``) with its desired attributes."""
+        return self._one(Request("GET", f"/api/v1/resources/{_seg(resource_id)}"))
+
+    def resource_actions(self, resource_id: str, *, limit: int = 50, offset: int = 0) -> ListT:
+        """The resource's action log, newest first."""
+        params = {"limit": limit, "offset": offset}
+        return self._many(Request("GET", f"/api/v1/resources/{_seg(resource_id)}/actions", params=params))
+
+    def deploy(
+        self,
+        *,
+        dry_run: bool = False,
+        agents: list[str] | None = None,
+        repair: bool = False,
+        timeout: float | None = None,
+    ) -> ObjT:
+        """Deploy the newest version again (failed and skipped resources; all with ``repair``), or
+        with ``dry_run`` get per resource the changes a deploy would make. ``timeout``: for long
+        dry runs (the client's timeout otherwise)."""
+        body = _drop_none({"dry_run": dry_run, "agents": agents, "repair": repair})
+        return self._one(Request("POST", "/api/v1/deploy", json=body, timeout=timeout))
+
+    def deploy_status(self, *, agents: list[str] | None = None) -> ObjT:
+        """Where the deploy stands: ``{version, planned_version, total, counts: {status: n}}``."""
+        params = {"agent": list(agents)} if agents else None
+        return self._one(Request("GET", "/api/v1/deploy", params=params))
+
     # -- environments and settings -------------------------------------------------------------------
     def environments(self) -> ListT:
         """Every environment."""

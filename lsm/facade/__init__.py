@@ -8,12 +8,15 @@ transfers, identity and compile batching live below. ``lsm.runtime.wiring`` buil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from lsm.facade.catalog import CatalogFacade
 from lsm.facade.compiles import CompilesFacade
 from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
 from lsm.facade.core import Core, EnvironmentContexts
+from lsm.facade.deploy import DeployFacade
 from lsm.facade.desired_state import DesiredStateFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
@@ -31,9 +34,23 @@ class Facades:
     compiles: CompilesFacade
     desired_state: DesiredStateFacade
     events: EventsFacade
+    deploy: DeployFacade
 
     @classmethod
-    def over(cls, core: Core) -> Facades:
+    def over(
+        cls,
+        core: Core,
+        *,
+        wake_agents: Callable[[str], None] | None = None,
+        state_dir: Path | None = None,
+    ) -> Facades:
+        """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
+        ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``)."""
+        deploy = (
+            DeployFacade(core, state_dir=state_dir)
+            if wake_agents is None
+            else DeployFacade(core, wake=wake_agents, state_dir=state_dir)
+        )
         return cls(
             environments=EnvironmentsFacade(core),
             catalog=CatalogFacade(core),
@@ -41,6 +58,7 @@ class Facades:
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core),
             events=EventsFacade(core),
+            deploy=deploy,
         )
 
 
@@ -51,6 +69,7 @@ __all__ = [
     "CompilesFacade",
     "Core",
     "Cursor",
+    "DeployFacade",
     "DesiredStateFacade",
     "EnvironmentContexts",
     "EnvironmentsFacade",

@@ -11,12 +11,13 @@ from typing import Any
 from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
-from lsm.inventory.tables import InstanceResourcesRow
 from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
 from lsm.orchestration.imports import import_instances
 from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
+from lsm.schemas.deploy import DeploymentProgress, ResourceStatus
 from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
 
 
@@ -116,36 +117,87 @@ class InventoryFacade:
         return [instance_out(r) for r in rows]
 
     def get_instance(self, ctx: RequestContext, entity: str, ref: str) -> InstanceOut:
+        """One instance with its ``deployment_progress`` (lists and change answers leave it out)."""
+        env, instance = self._find(ctx, entity, ref)
+        with self.core.db.read() as session:
+            progress = deploy_queries.deployment_progress(session, env.env_id, instance.id)
+        return instance.model_copy(update={"deployment_progress": progress})
+
+    def _find(self, ctx: RequestContext, entity: str, ref: str) -> tuple[EnvironmentContext, InstanceOut]:
         env = self._env(ctx)
         binding = env.binding(entity)
         with self.core.db.read() as session:
             row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
-        return instance_out(row)
+        return env, instance_out(row)
 
     def instance_log(self, ctx: RequestContext, entity: str, ref: str) -> list[EventOut]:
-        instance = self.get_instance(ctx, entity, ref)
+        _, instance = self._find(ctx, entity, ref)
         with self.core.db.read() as session:
             return [event_out(e) for e in repo.list_events(session, instance.id)]
 
     def instance_resources(self, ctx: RequestContext, entity: str, ref: str) -> list[InstanceResourceOut]:
-        instance = self.get_instance(ctx, entity, ref)
-        return self._resources_of(self._env(ctx), instance)
+        env, instance = self._find(ctx, entity, ref)
+        return self._resources_of(env, instance)[0]
 
-    def _resources_of(self, env: EnvironmentContext, instance: InstanceOut) -> list[InstanceResourceOut]:
-        """The resources the instance produced in the latest desired state (deploy status: later)."""
+    def _resources_of(
+        self, env: EnvironmentContext, instance: InstanceOut
+    ) -> tuple[list[InstanceResourceOut], DeploymentProgress]:
+        """The resources the instance produced in the latest desired state, with their deploy
+        status, and their count by status.
+
+        A resource the deploy engine has not planned for that version yet is ``pending``. A
+        skipped resource names in ``blocked_by`` the resources it requires that failed or were
+        skipped (one read of their rows, whichever instance they belong to).
+        """
         with self.core.db.read() as session:
-            row = session.get(InstanceResourcesRow, (env.env_id, instance.id))
-        if row is None:
-            return []
-        return [
-            InstanceResourceOut(id=rid, set=row.set_name, desired_state_version=row.desired_state_version)
-            for rid in row.resource_ids
-        ]
+            record, states, planned = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
+            if record is None:
+                return [], DeploymentProgress()
+            required = {
+                rid
+                for row in states.values()
+                if row["status"] == ResourceStatus.SKIPPED
+                for rid in row["requires"] or []
+            }
+            blockers = deploy_queries.states_of(session, env.env_id, required) if planned else {}
+        progress = deploy_queries.progress_of(states, record.resource_ids, planned=planned)
+        blocking = (ResourceStatus.FAILED, ResourceStatus.SKIPPED)
+        out: list[InstanceResourceOut] = []
+        for rid in record.resource_ids:
+            row = states.get(rid) if planned else None
+            if row is None:
+                out.append(
+                    InstanceResourceOut(
+                        id=rid,
+                        set=record.set_name,
+                        desired_state_version=record.desired_state_version,
+                        status=ResourceStatus.PENDING.value,
+                    )
+                )
+                continue
+            blocked_by = []
+            if row["status"] == ResourceStatus.SKIPPED:
+                blocked_by = sorted(
+                    r for r in row["requires"] or [] if r in blockers and blockers[r]["status"] in blocking
+                )
+            out.append(
+                InstanceResourceOut(
+                    id=rid,
+                    set=record.set_name,
+                    desired_state_version=record.desired_state_version,
+                    status=row["status"],
+                    last_error=row["last_error"],
+                    attempts=row["attempts"],
+                    blocked_by=blocked_by,
+                )
+            )
+        return out, progress
 
     def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> DiagnosisOut:
         """Why the instance is where it is: failing validation, failed resources, pending compile."""
-        env = self._env(ctx)
-        instance = self.get_instance(ctx, entity, ref)
+        env, instance = self._find(ctx, entity, ref)
+        resources, progress = self._resources_of(env, instance)
+        instance = instance.model_copy(update={"deployment_progress": progress})
         with self.core.db.read() as session:
             validation = repo.last_validation_compile(session, env.env_id, instance.id)
             pending = repo.pending_compile_for(session, env.env_id, instance.id)
@@ -159,5 +211,6 @@ class InventoryFacade:
             last_error=last_error,
             validation_compile=None if validation is None else compile_out(validation),
             pending_compile=None if pending is None else compile_out(pending),
-            resources=[r for r in self._resources_of(env, instance) if r.status in ("failed", "skipped")],
+            resources=[r for r in resources if r.status in ("failed", "skipped")],
+            deployment_progress=progress,
         )

@@ -79,12 +79,18 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
         request_id=order.request_id,
     )
     session.add(row)
-    if session.get_bind().dialect.name == "postgresql":
-        # delivered when the caller commits: workers in other processes wake at once
-        session.execute(
-            text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": order.env_id}
-        )
+    notify_work(session, order.env_id)
     return row
+
+
+def notify_work(session: Session, env_id: str) -> None:
+    """On PostgreSQL, ``NOTIFY lsm_work`` with ``env_id``, delivered when the caller commits.
+
+    Workers and agents in other processes LISTEN on the channel (``lsm.services.wakeup``) and
+    look at once instead of at their next poll. On SQLite (one process) it does nothing.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": env_id})
 
 
 def validation_params(row: CompileRow) -> ValidationParams:

@@ -85,8 +85,14 @@ lsm_resource_state = Table(
         sqlite_where=text(OPEN_STATUSES_SQL),
         postgresql_where=text(OPEN_STATUSES_SQL),
     ),
-    # "the resources of an environment, by agent" (listing, repair)
-    Index("ix_lsm_resource_state_agent", "env_id", "agent"),
+    # "the resources of an environment, by agent" (listing in id order, repair)
+    Index("ix_lsm_resource_state_agent", "env_id", "agent", "resource_id"),
+    # "the resources of an environment (with this status / of this type), in id order" (listing:
+    # ``GET /api/v1/resources?status=failed`` pages without sorting the environment; the
+    # primary key leads with the id, so without ``_env`` a page would sort the environment)
+    Index("ix_lsm_resource_state_env", "env_id", "resource_id"),
+    Index("ix_lsm_resource_state_status", "env_id", "status", "resource_id"),
+    Index("ix_lsm_resource_state_type", "env_id", "resource_type", "resource_id"),
     # "deployed resources whose poll is due"
     Index(
         "ix_lsm_resource_state_poll",

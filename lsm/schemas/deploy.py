@@ -141,3 +141,19 @@ class DeploymentProgress(BaseModel):
     failed: int = 0
     skipped: int = 0
     waiting: int = 0
+
+
+class DeployStatusOut(BaseModel):
+    """``GET /api/v1/deploy``: where the deploy of the environment stands, counted by status.
+
+    What ``lsm deploy --wait`` polls: one grouped count, whatever the size of the environment.
+    """
+
+    version: int | None = Field(None, description="The newest desired-state version (null: none yet).")
+    planned_version: int | None = Field(
+        None, description="The newest version the deploy engine has planned (null: none yet)."
+    )
+    total: int = 0
+    counts: dict[ResourceStatus, int] = Field(
+        default_factory=dict, description="Resources per status (statuses with none left out)."
+    )

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.schemas.compile_reports import CompileOut
+from lsm.schemas.deploy import DeploymentProgress
 
 
 class InstanceOut(BaseModel):
@@ -30,6 +31,11 @@ class InstanceOut(BaseModel):
     last_updated: datetime
     owner: str | None
     config: dict[str, Any] = {}
+    deployment_progress: DeploymentProgress | None = Field(
+        None,
+        description="Its resources counted by deploy status; only on the one-instance route "
+        "(null in lists and change answers).",
+    )
 
 
 class EventOut(BaseModel):
@@ -80,7 +86,12 @@ class InstanceResourceOut(BaseModel):
     id: str
     set: str | None
     desired_state_version: int
-    status: str | None = None
+    status: str | None = Field(None, description="Its deploy status; null until the engine planned it.")
+    last_error: str | None = None
+    attempts: int = 0
+    blocked_by: list[str] = Field(
+        default_factory=list, description="A skipped resource: the failed or skipped resources it requires."
+    )
 
 
 class AllowedTransfer(BaseModel):
@@ -98,3 +109,4 @@ class DiagnosisOut(BaseModel):
     validation_compile: CompileOut | None
     pending_compile: CompileOut | None
     resources: list[InstanceResourceOut]
+    deployment_progress: DeploymentProgress = Field(default_factory=DeploymentProgress)

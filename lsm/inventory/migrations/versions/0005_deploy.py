@@ -57,7 +57,12 @@ def upgrade() -> None:
         sqlite_where=_OPEN,
         postgresql_where=_OPEN,
     )
-    op.create_index("ix_lsm_resource_state_agent", "lsm_resource_state", ["env_id", "agent"])
+    op.create_index("ix_lsm_resource_state_agent", "lsm_resource_state", ["env_id", "agent", "resource_id"])
+    op.create_index("ix_lsm_resource_state_env", "lsm_resource_state", ["env_id", "resource_id"])
+    op.create_index("ix_lsm_resource_state_status", "lsm_resource_state", ["env_id", "status", "resource_id"])
+    op.create_index(
+        "ix_lsm_resource_state_type", "lsm_resource_state", ["env_id", "resource_type", "resource_id"]
+    )
     op.create_index(
         "ix_lsm_resource_state_poll",
         "lsm_resource_state",
@@ -105,6 +110,9 @@ def downgrade() -> None:
     op.drop_index("ix_lsm_resource_require_requirer", table_name="lsm_resource_require")
     op.drop_table("lsm_resource_require")
     op.drop_index("ix_lsm_resource_state_poll", table_name="lsm_resource_state")
+    op.drop_index("ix_lsm_resource_state_type", table_name="lsm_resource_state")
+    op.drop_index("ix_lsm_resource_state_status", table_name="lsm_resource_state")
+    op.drop_index("ix_lsm_resource_state_env", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_agent", table_name="lsm_resource_state")
     op.drop_index("ix_lsm_resource_state_open", table_name="lsm_resource_state")
     op.drop_table("lsm_resource_state")
