@@ -51,7 +51,8 @@ def check_discovery_output(found: object) -> list[FoundRow]:
     ``InvalidDiscoveryOutput`` naming the first bad entry. Pure: call it before any transaction."""
     if not isinstance(found, Mapping):
         raise InvalidDiscoveryOutput(
-            f"a discovery handler must return a mapping {{resource_id: attributes}}, not {type(found).__name__}",
+            "a discovery handler must return a mapping {resource_id: attributes}, "
+            f"not {type(found).__name__}",
             field="discovered",
         )
     if len(found) > MAX_FOUND:
@@ -120,4 +121,3 @@ def record_discovery(
 
 
 __all__ = ["MAX_FOUND", "DiscoveryRecord", "check_discovery_output", "record_discovery"]
-

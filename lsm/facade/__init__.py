@@ -15,6 +15,7 @@ from lsm.facade.compiles import CompilesFacade
 from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
 from lsm.facade.core import Core, EnvironmentContexts
 from lsm.facade.desired_state import DesiredStateFacade
+from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.inventory import InventoryFacade
@@ -31,6 +32,7 @@ class Facades:
     compiles: CompilesFacade
     desired_state: DesiredStateFacade
     events: EventsFacade
+    discovery: DiscoveryFacade
 
     @classmethod
     def over(cls, core: Core) -> Facades:
@@ -41,6 +43,7 @@ class Facades:
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core),
             events=EventsFacade(core),
+            discovery=DiscoveryFacade(core),
         )
 
 
@@ -52,6 +55,7 @@ __all__ = [
     "Core",
     "Cursor",
     "DesiredStateFacade",
+    "DiscoveryFacade",
     "EnvironmentContexts",
     "EnvironmentsFacade",
     "EventsFacade",

@@ -153,9 +153,7 @@ def replace_found(
 def _managed(env_id: Any) -> ColumnElement[bool]:
     """Whether the row's id is in the environment's newest desired-state version."""
     r = ds_resource.c
-    return exists().where(
-        r.resource_id == _d.resource_id, r.env_id == env_id, r.superseded_in.is_(None)
-    )
+    return exists().where(r.resource_id == _d.resource_id, r.env_id == env_id, r.superseded_in.is_(None))
 
 
 def _select(env_id: str) -> Any:
@@ -192,7 +190,18 @@ def _row(values: Any) -> DiscoveredRow:
     first, last = _utc(values[6]), _utc(values[7])
     assert first is not None and last is not None
     return DiscoveredRow(
-        *values[:6], first, last, bool(values[8]), values[9], values[10], _utc(values[11])
+        resource_id=values[0],
+        resource_type=values[1],
+        agent=values[2],
+        attributes=values[3],
+        discovered_by=values[4],
+        discovery_agent=values[5],
+        first_seen=first,
+        last_seen=last,
+        managed=bool(values[8]),
+        adopted_by=values[9],
+        adopted_entity=values[10],
+        adopted_at=_utc(values[11]),
     )
 
 
@@ -296,4 +305,3 @@ __all__ = [
     "list_discovered",
     "replace_found",
 ]
-

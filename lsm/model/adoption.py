@@ -93,7 +93,9 @@ def adopters_of(namespace: Mapping[str, Any]) -> dict[tuple[str, str], Adopter]:
         raise TypeError("ADOPTERS must be a mapping {(resource_type, binding or entity name): function}")
     for key, fn in table.items():
         if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str) and callable(fn)):
-            raise TypeError(f"ADOPTERS key {key!r}: expected (resource_type, binding or entity name) -> function")
+            raise TypeError(
+                f"ADOPTERS key {key!r}: expected (resource_type, binding or entity name) -> function"
+            )
         entity = entity_name(key[1])
         found[(key[0], entity)] = Adopter(key[0], entity, fn)
     return found

@@ -16,7 +16,9 @@ from lsm.errors import InvalidInput
 
 #: ``std::File``, ``net::Host``, ``R``: names separated by ``::``
 _TYPE = r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*"
-_ID = re.compile(rf"(?P<type>{_TYPE})\[(?P<agent>[^,\[\]\s][^,\[\]]*),(?P<attr>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)\]")
+_ID = re.compile(
+    rf"(?P<type>{_TYPE})\[(?P<agent>[^,\[\]\s][^,\[\]]*),(?P<attr>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)\]"
+)
 #: longer ids are refused: they are index keys on both backends
 MAX_ID_LENGTH = 2000
 

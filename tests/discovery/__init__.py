@@ -25,3 +25,18 @@ def plant_files(directory: Path, files: dict[str, str], *, agent: str, mode: int
         path.chmod(mode)
         planted[file_id(agent, path)] = name
     return planted
+
+
+def run_file_discovery(
+    directory: Path, *, agent: str, pattern: str = ".*", name: str = "files", state_dir: Path | None = None
+) -> tuple[str, dict[str, object]]:
+    """Run the bundled ``std::FileDiscovery`` handler as the agent would: ``(its id, what it found)``."""
+    from lsm_handlers.discovery import FileDiscovery, FileDiscoveryHandler
+
+    from lsm.deploy.handler import HandlerContext
+
+    resource = FileDiscovery(agent=agent, name=name, directory=str(directory), pattern=pattern)
+    ctx = HandlerContext(resource.id, state_dir=state_dir or directory)
+    FileDiscoveryHandler().deploy(ctx, resource)
+    assert ctx.action == "discover" and ctx.discovered is not None
+    return resource.id, ctx.discovered

@@ -105,7 +105,9 @@ class Unmanaged(BaseModel):
 
 
 def test_pydantic_attributes_are_stored_as_their_json_dump(db: Database, env: str) -> None:
-    found = {"linux::Interface[h1,name=eth0]": Unmanaged(host="h1", interface_name="eth0", ip_address="10.0.0.1")}
+    found = {
+        "linux::Interface[h1,name=eth0]": Unmanaged(host="h1", interface_name="eth0", ip_address="10.0.0.1")
+    }
     record(db, env, found)
     row = listing(db, env)["linux::Interface[h1,name=eth0]"]
     assert row.attributes == {"host": "h1", "interface_name": "eth0", "ip_address": "10.0.0.1"}
@@ -133,14 +135,18 @@ def test_results_are_scoped_per_environment(db: Database, env: str) -> None:
 
 def test_managed_is_whether_the_id_is_in_the_newest_desired_state(db: Database, env: str) -> None:
     desired = DesiredStateStore(db)
-    desired.export(env, ExportRequest("full", sets={"set-1": [ResourceRecord(rid("a"), {"agent": "agent1"})]}))
+    desired.export(
+        env, ExportRequest("full", sets={"set-1": [ResourceRecord(rid("a"), {"agent": "agent1"})]})
+    )
     record(db, env, {rid("a"): 1, rid("b"): 2})
     rows = listing(db, env)
     assert rows[rid("a")].managed and not rows[rid("b")].managed
     assert sorted(listing(db, env, managed=True)) == [rid("a")]
     assert sorted(listing(db, env, managed=False)) == [rid("b")]
     # a newer version without it: no longer managed; one with b: b is
-    desired.export(env, ExportRequest("full", sets={"set-1": [ResourceRecord(rid("b"), {"agent": "agent1"})]}))
+    desired.export(
+        env, ExportRequest("full", sets={"set-1": [ResourceRecord(rid("b"), {"agent": "agent1"})]})
+    )
     rows = listing(db, env)
     assert not rows[rid("a")].managed and rows[rid("b")].managed
     # another environment's desired state says nothing of this one
@@ -156,7 +162,7 @@ def test_filters_and_paging_in_a_stable_id_order(db: Database, env: str) -> None
     everything = list(listing(db, env, limit=1000))
     assert everything == sorted(everything)
     pages = [list(listing(db, env, limit=10, offset=o)) for o in (0, 10, 20)]
-    assert sum(pages, []) == everything
+    assert [rid for page in pages for rid in page] == everything
     assert all(r.startswith("std::File[agent1,") for r in listing(db, env, agent="agent1"))
     assert len(listing(db, env, agent="agent1")) == 12
     assert list(listing(db, env, resource_type="std::Dir")) == ["std::Dir[agent0,path=/srv]"]

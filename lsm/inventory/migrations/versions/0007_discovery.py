@@ -36,7 +36,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_lsm_discovered_resource_by", "lsm_discovered_resource", ["discovered_by", "env_id"])
     op.create_index(
-        "ix_lsm_discovered_resource_type", "lsm_discovered_resource", ["env_id", "resource_type", "resource_id"]
+        "ix_lsm_discovered_resource_type",
+        "lsm_discovered_resource",
+        ["env_id", "resource_type", "resource_id"],
     )
     op.create_index(
         "ix_lsm_discovered_resource_agent", "lsm_discovered_resource", ["env_id", "agent", "resource_id"]

@@ -1,0 +1,1 @@
+"""The bundled handlers: the resource types every environment can deploy without writing one."""
