@@ -7,7 +7,9 @@ with ``record_discovery`` from a real run of the bundled file discovery handler.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -244,3 +246,24 @@ def test_the_client_and_a_restarted_server_see_the_same_results(db: Database, tm
             assert client.discovered_resource(rid)["adopted_by"] == adopted[0]["id"]
     finally:
         again.stop()
+
+
+def test_two_concurrent_adoptions_of_one_id_end_in_one_instance_and_one_409(
+    db: Database, http: httpx.Client, tmp_path: Path
+) -> None:
+    found = discover(db, env_id(http), tmp_path / "srv")
+    rid = file_ids(found)[0]
+    barrier = threading.Barrier(2)
+
+    def adopt() -> httpx.Response:
+        with httpx.Client(base_url=str(http.base_url), timeout=60) as client:
+            barrier.wait(timeout=30)
+            return client.post("/lsm/v1/service_inventory/managed_file/adopt", json={"discovered_ids": [rid]})
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = [f.result() for f in [pool.submit(adopt), pool.submit(adopt)]]
+    assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
+    assert instance_count(http) == 1
+    adopted_by = http.get(f"/api/v1/discovered/{rid}").json()["adopted_by"]
+    winner = next(a for a in answers if a.status_code == 200).json()[0]["id"]
+    assert adopted_by == winner
