@@ -11,7 +11,8 @@ facade pages through results, but only the inventory layer writes SQL (docs/arch
   current ``ds_resource`` row of the id (the ``ix_ds_resource_id`` index: a keyed lookup per
   row returned, never a scan of a version); the adoption is an outer join on its own table.
 * ``claim_adoption``: inside the transaction that creates the adopted instance; refuses an id
-  that is not discovered, already adopted, or managed. The adoption row is inserted with ON
+  that is not discovered, already adopted (by an instance that is not deleted: a deleted
+  instance's resource may be adopted again), or managed. The adoption row is inserted with ON
   CONFLICT DO NOTHING, so two concurrent adoptions of one id end in one row and one 409.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, select
+from sqlalchemy import and_, delete, exists, false, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
@@ -30,12 +31,15 @@ from sqlmodel import Session
 from lsm.errors import Conflict, NotFound
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.discovery_tables import lsm_discovered_adoption, lsm_discovered_resource
+from lsm.inventory.tables import InstanceRow
 
 #: ids per IN list (well under SQLite's and PostgreSQL's parameter limits)
 CHUNK = 500
 
 _d = lsm_discovered_resource.c
 _a = lsm_discovered_adoption.c
+_instance = InstanceRow.__table__  # type: ignore[attr-defined]
+_i = _instance.c
 
 
 @dataclass(frozen=True)
@@ -158,8 +162,10 @@ def _managed(env_id: Any) -> ColumnElement[bool]:
 
 def _select(env_id: str) -> Any:
     managed = _managed(_d.env_id).label("managed")
+    # an adoption counts while its instance lives: a deleted instance's resource may be adopted again
+    live = lsm_discovered_adoption.join(_instance, and_(_i.id == _a.instance_id, _i.deleted == false()))
     joined = lsm_discovered_resource.outerjoin(
-        lsm_discovered_adoption, and_(_a.env_id == _d.env_id, _a.resource_id == _d.resource_id)
+        live, and_(_a.env_id == _d.env_id, _a.resource_id == _d.resource_id)
     )
     return (
         select(
@@ -274,6 +280,14 @@ def claim_adoption(
             f"discovered resource {resource_id} is already managed (it is in the newest desired state)",
             resource_id=resource_id,
         )
+    # the record of an adoption by an instance deleted since then is history, not a claim
+    session.connection().execute(
+        delete(lsm_discovered_adoption).where(
+            _a.env_id == env_id,
+            _a.resource_id == resource_id,
+            ~exists().where(_i.id == _a.instance_id, _i.deleted == false()),
+        )
+    )
     statement = _insert(session)(lsm_discovered_adoption).on_conflict_do_nothing(
         index_elements=[_a.env_id, _a.resource_id]
     )

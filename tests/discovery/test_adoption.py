@@ -21,6 +21,7 @@ import pytest
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.discovery import record_discovery
 from lsm.inventory.database import Database
+from lsm.orchestration import ForceState
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.testing import served_url
@@ -267,3 +268,21 @@ def test_two_concurrent_adoptions_of_one_id_end_in_one_instance_and_one_409(
     adopted_by = http.get(f"/api/v1/discovered/{rid}").json()["adopted_by"]
     winner = next(a for a in answers if a.status_code == 200).json()[0]["id"]
     assert adopted_by == winner
+
+
+def test_a_resource_whose_adopting_instance_was_deleted_may_be_adopted_again(
+    db: Database, engine: ApiRuntime, http: httpx.Client, tmp_path: Path
+) -> None:
+    found = discover(db, env_id(http), tmp_path / "srv")
+    rid = file_ids(found)[0]
+    first = http.post("/lsm/v1/service_inventory/managed_file/adopt", json={"discovered_ids": [rid]}).json()[
+        0
+    ]
+    env = engine.core.environments.context(None)
+    engine.core.orchestrator.execute(
+        env, ForceState("managed_file", first["id"], first["version"], "terminated", message="gone")
+    )
+    assert http.get(f"/api/v1/discovered/{rid}").json()["adopted_by"] is None
+    again = http.post("/lsm/v1/service_inventory/managed_file/adopt", json={"discovered_ids": [rid]})
+    assert again.status_code == 200, again.text
+    assert http.get(f"/api/v1/discovered/{rid}").json()["adopted_by"] == again.json()[0]["id"] != first["id"]
