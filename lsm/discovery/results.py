@@ -61,30 +61,53 @@ def check_discovery_output(found: object) -> list[FoundRow]:
             field="discovered",
             limit=MAX_FOUND,
         )
-    rows: list[FoundRow] = []
+    parsed = []
     for key, value in found.items():
         try:
             parts = parse_resource_id(key, field="discovered")
         except InvalidInput as exc:
             raise InvalidDiscoveryOutput(exc.message, **exc.details) from None
-        rows.append(FoundRow(parts.id, parts.type, parts.agent, _json_value(parts.id, value)))
+        parsed.append((parts, _dumped(parts.id, value)))
+    values = _plain_json([value for _, value in parsed], [parts.id for parts, _ in parsed])
+    rows = [
+        FoundRow(parts.id, parts.type, parts.agent, value)
+        for (parts, _), value in zip(parsed, values, strict=True)
+    ]
     rows.sort(key=lambda row: row.resource_id)
     return rows
 
 
-def _json_value(resource_id: str, value: Any) -> Any:
-    """``value`` as plain JSON data (a pydantic model dumped), or the error naming the id."""
+def _dumped(resource_id: str, value: Any) -> Any:
+    """A pydantic model as its JSON dump; anything else as it is (checked by ``_plain_json``)."""
+    if not isinstance(value, BaseModel):
+        return value
     try:
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
-        text = json.dumps(value, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidDiscoveryOutput(
-            f"discovered resource {resource_id}: its attributes do not serialise to JSON: {exc}",
-            resource_id=resource_id,
-            field="discovered",
-        ) from None
-    return json.loads(text)
+        return value.model_dump(mode="json")
+    except Exception as exc:  # a model whose fields do not serialise
+        raise _unserialisable(resource_id, exc) from None
+
+
+def _plain_json(values: list[Any], ids: list[str]) -> list[Any]:
+    """``values`` as plain JSON data (one encode and decode for the whole run), or the error
+    naming the first id whose value is not JSON."""
+    try:
+        return list(json.loads(json.dumps(values, allow_nan=False)))
+    except (TypeError, ValueError, RecursionError):
+        pass
+    for resource_id, value in zip(ids, values, strict=True):
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _unserialisable(resource_id, exc) from None
+    raise AssertionError("unreachable: the whole list did not encode, yet every value did")
+
+
+def _unserialisable(resource_id: str, exc: Exception) -> InvalidDiscoveryOutput:
+    return InvalidDiscoveryOutput(
+        f"discovered resource {resource_id}: its attributes do not serialise to JSON: {exc}",
+        resource_id=resource_id,
+        field="discovered",
+    )
 
 
 def record_discovery(

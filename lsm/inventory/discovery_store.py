@@ -7,9 +7,9 @@ facade pages through results, but only the inventory layer writes SQL (docs/arch
   an upsert of everything it found (``first_seen`` kept, ``last_seen`` moved; ON CONFLICT on
   both backends, so two runs reporting the same new id never collide) and a delete of what it
   found before and not now. It costs what the run reports plus what it reported last time.
-* ``list_discovered`` / ``get_discovered``: ``managed`` is a correlated ``EXISTS`` on the
-  current ``ds_resource`` row of the id (the ``ix_ds_resource_id`` index: a keyed lookup per
-  row returned, never a scan of a version); the adoption is an outer join on its own table.
+* ``list_discovered`` / ``get_discovered``: ``managed`` is a correlated lookup of the current
+  ``ds_resource`` row of the id (the ``ix_ds_resource_id`` index: a keyed lookup per row
+  looked at, never a scan of a version: see ``_managed``); the adoption is an outer join.
 * ``claim_adoption``: inside the transaction that creates the adopted instance; refuses an id
   that is not discovered, already adopted (by an instance that is not deleted: a deleted
   instance's resource may be adopted again), or managed. The adoption row is inserted with ON
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, false, func, select
+from sqlalchemy import and_, delete, exists, false, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
@@ -154,14 +154,27 @@ def replace_found(
     return Replaced(added=len(set(ids) - present), kept=len(present), removed=gone)
 
 
-def _managed(env_id: Any) -> ColumnElement[bool]:
-    """Whether the row's id is in the environment's newest desired-state version."""
+def _managed(env_id: str) -> ColumnElement[bool]:
+    """Whether the row's id is in the environment's newest desired-state version.
+
+    A scalar subquery with ``LIMIT 1``, not ``EXISTS``: PostgreSQL turns ``[NOT] EXISTS`` in a
+    WHERE clause into a (anti) join, and on tables without statistics yet (a new environment)
+    it then picks a nested loop over the environment's whole current version (1.6 s for a page
+    of 100 out of 10,000). A LIMIT subquery stays what it says: one keyed lookup in
+    ``ix_ds_resource_id`` per row looked at.
+    """
     r = ds_resource.c
-    return exists().where(r.resource_id == _d.resource_id, r.env_id == env_id, r.superseded_in.is_(None))
+    found = (
+        select(literal(True))
+        .where(r.resource_id == _d.resource_id, r.env_id == env_id, r.superseded_in.is_(None))
+        .limit(1)
+        .scalar_subquery()
+    )
+    return func.coalesce(found, false())
 
 
 def _select(env_id: str) -> Any:
-    managed = _managed(_d.env_id).label("managed")
+    managed = _managed(env_id).label("managed")
     # an adoption counts while its instance lives: a deleted instance's resource may be adopted again
     live = lsm_discovered_adoption.join(_instance, and_(_i.id == _a.instance_id, _i.deleted == false()))
     joined = lsm_discovered_resource.outerjoin(
@@ -232,7 +245,7 @@ def list_discovered(
     if discovered_by is not None:
         query = query.where(_d.discovered_by == discovered_by)
     if managed is not None:
-        query = query.where(_managed(_d.env_id) if managed else ~_managed(_d.env_id))
+        query = query.where(_managed(env_id) == managed)
     if adopted is not None:
         query = query.where(_a.instance_id.is_not(None) if adopted else _a.instance_id.is_(None))
     query = query.order_by(_d.resource_id).limit(limit).offset(offset)
