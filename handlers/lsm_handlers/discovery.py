@@ -17,7 +17,8 @@ into an instance that manages exactly it (docs/semantics.md §6):
 * ``linux::InterfaceDiscovery``: the links of network namespace ``namespace`` (the agent's own
   namespace when empty) whose names match ``name_filter`` (all when empty), reported as
   ``linux::Interface[agent,name=<link>]`` with the seed's ``host``, ``interface_name`` and
-  ``ip_address`` (the first address, CIDR), plus every address, ``mtu`` and ``up``. Read with
+  ``ip_address`` (the first address, CIDR), plus ``namespace``, every address, ``mtu`` and
+  ``up`` (the fields an adopter needs for a ``linux::Interface``). Read with
   ``ip -json`` (argument lists, never a shell).
 
 Discovery never changes the target. A handler that fails (unreachable URL, missing directory,
@@ -225,6 +226,8 @@ class UnmanagedInterface(BaseModel):
     host: str
     interface_name: str
     ip_address: str | None = None
+    #: where it was found (as the bundled ``linux::Interface`` names it), and every address
+    namespace: str = ""
     addresses: list[str] = []
     mtu: int | None = None
     up: bool = False
@@ -265,6 +268,7 @@ class InterfaceDiscoveryHandler(lsm.DiscoveryHandler[InterfaceDiscovery, Unmanag
                 host=resource.agent,
                 interface_name=name,
                 ip_address=addresses[0] if addresses else None,
+                namespace=resource.namespace,
                 addresses=addresses,
                 mtu=link.get("mtu"),
                 up="UP" in link.get("flags", []),

@@ -232,6 +232,7 @@ def test_interface_discovery_in_a_namespace_with_a_name_filter(
     assert sorted(found) == ["linux::Interface[r1,name=eth0]", "linux::Interface[r1,name=eth1]"]
     eth0 = found["linux::Interface[r1,name=eth0]"].model_dump()
     assert (eth0["host"], eth0["interface_name"], eth0["ip_address"]) == ("r1", "eth0", "10.77.0.1/24")
+    assert eth0["namespace"] == namespace and eth0["up"] is True
     assert found["linux::Interface[r1,name=eth1]"].ip_address is None
     # without a filter: every link, the loopback and the peers too
     everything = run(
