@@ -117,24 +117,29 @@ class DiscoveryFacade:
             )
         with self.core.db.read() as session:
             rows = store.find_discovered(session, env.env_id, discovered_ids)
-        commands: list[Command] = []
-        for rid in discovered_ids:
-            row = rows.get(rid)
-            if row is None:
-                raise NotFound(f"no discovered resource {rid}", resource_id=rid)
-            if row.adopted_by is not None:
-                raise Conflict(
-                    f"discovered resource {rid} is already adopted by {row.adopted_entity} {row.adopted_by}",
-                    resource_id=rid,
-                    adopted_by=row.adopted_by,
-                )
-            if row.managed:
-                raise Conflict(
-                    f"discovered resource {rid} is already managed (it is in the newest desired state)",
-                    resource_id=rid,
-                )
-            attributes = self._attributes(env, binding.name, row)
-            commands.append(Create(binding.name, attributes, initial_state=state, adopts=rid))
+        missing = [rid for rid in discovered_ids if rid not in rows]
+        if missing:
+            raise NotFound(
+                f"no discovered resource {missing[0]}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                resource_id=missing[0],
+                resource_ids=missing,
+            )
+        refused = {rid: why for rid in discovered_ids if (why := _refusal(rows[rid])) is not None}
+        if refused:
+            first = next(iter(refused))
+            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+            raise Conflict(
+                f"discovered resource {first} {refused[first]}{more}; nothing was adopted",
+                resource_id=first,
+                refused=refused,
+            )
+        commands: list[Command] = [
+            Create(
+                binding.name, self._attributes(env, binding.name, rows[rid]), initial_state=state, adopts=rid
+            )
+            for rid in discovered_ids
+        ]
         created = self.core.orchestrator.execute_many(env, commands, origin=ctx.origin)
         return [instance_out(row) for row in created]
 
@@ -176,3 +181,12 @@ class DiscoveryFacade:
                 f"{type(exc).__name__}: {exc}",
                 resource_id=row.resource_id,
             ) from None
+
+
+def _refusal(row: store.DiscoveredRow) -> str | None:
+    """Why ``row`` can not be adopted, or ``None`` when it can."""
+    if row.adopted_by is not None:
+        return f"is already adopted by {row.adopted_entity} {row.adopted_by}"
+    if row.managed:
+        return "is already managed (it is in the newest desired state)"
+    return None

@@ -135,6 +135,14 @@ def test_adopting_an_adopted_resource_is_a_409_naming_it_and_writes_nothing(
     assert answer.json()["resource_id"] == first and first in answer.json()["message"]
     assert instance_count(http) == 1
     assert http.get("/api/v1/discovered").json() == before  # `third` was not adopted either
+    assert list(answer.json()["refused"]) == [first]
+    # every refused id is listed, in the order asked
+    assert http.post(
+        "/lsm/v1/service_inventory/managed_file/adopt", json={"discovered_ids": [third]}
+    ).is_success
+    both = http.post("/lsm/v1/service_inventory/managed_file/adopt", json={"discovered_ids": [third, first]})
+    assert both.status_code == 409 and list(both.json()["refused"]) == [third, first]
+    assert "and 1 more" in both.json()["message"]
 
 
 def test_adopting_a_managed_resource_is_a_409_naming_it(
