@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         Resource,
         Service,
         Shared,
+        adopt,
         all,  # noqa: A004  (lsm.all(binding) is the documented name)
         current_compile,
         implementation,
@@ -110,6 +111,7 @@ _LAZY = {
     "all": "lsm.model",
     "current_compile": "lsm.model",
     "implementation": "lsm.model",
+    "adopt": "lsm.model",
     "load_model": "lsm.model",
     "r": "lsm.catalog",
     "refine": "lsm.model",
@@ -167,6 +169,7 @@ __all__ = [
     "Shared",
     "UnionSelector",
     "__version__",
+    "adopt",
     "all",
     "current_compile",
     "errors",

@@ -1188,6 +1188,79 @@ def deploy(
         raise typer.Exit(1)
 
 
+# -- discovery ---------------------------------------------------------------------------------------
+@app.command("discovered")
+def discovered(
+    resource_id: Annotated[
+        str | None, typer.Argument(help="One discovered resource id; all when absent.")
+    ] = None,
+    resource_type: Annotated[str | None, typer.Option("--type", help="Only this resource type.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only resources of this agent.")] = None,
+    managed: Annotated[
+        bool | None, typer.Option("--managed/--unmanaged", help="Only managed, or only unmanaged, ones.")
+    ] = None,
+    discovered_by: Annotated[
+        str | None, typer.Option("--discovered-by", help="Only what this discovery resource found.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Resources the discovery resources found, whether managed, and who adopted them."""
+
+    def request(client: Client) -> Any:
+        if resource_id is not None:
+            return client.discovered_resource(resource_id)
+        return client.discovered(
+            resource_type=resource_type,
+            agent=agent,
+            managed=managed,
+            discovered_by=discovered_by,
+            limit=limit,
+            offset=offset,
+        )
+
+    def show(data: Any) -> None:
+        if isinstance(data, dict):
+            _print_kv(data, title=str(data.get("id")))
+            return
+        table = _table("discovered resources", ("id", "managed", "adopted by", "discovered by", "last seen"))
+        for row in data:
+            table.add_row(
+                escape(row["id"]),
+                "yes" if row["managed"] else "no",
+                _cell(row.get("adopted_by")),
+                escape(row["discovered_by"]),
+                _cell(row["last_seen"]),
+            )
+        out.print(table)
+
+    call(url, environment, as_json, request, show)
+
+
+@app.command("adopt")
+def adopt(
+    entity: Annotated[str, typer.Argument(help="Entity (API name) the instances are made of.")],
+    discovered_ids: Annotated[list[str], typer.Argument(help="Discovered resource ids to adopt.")],
+    initial_state: Annotated[
+        str | None, typer.Option("--initial-state", help="An adoption state of the lifecycle.")
+    ] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Adopt discovered resources as instances of ENTITY: all of them, or none."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.adopt(entity, discovered_ids, initial_state=initial_state),
+        lambda instances: out.print(_instances_table(instances, f"adopted as {entity}")),
+    )
+
+
 # -- environments ------------------------------------------------------------------------------------
 @environment_app.command("list")
 def environment_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:

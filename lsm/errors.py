@@ -17,7 +17,8 @@ status it maps to and a short ``kind`` used in the API error body
     │   └── IdentityConflict         identity attribute value already taken
     ├── InvalidInput (422 invalid_input)
     │   ├── InvalidAttributes        names each offending attribute path and why
-    │   └── InvalidSetting           unknown setting key or ill-typed value
+    │   ├── InvalidSetting           unknown setting key or ill-typed value
+    │   └── InvalidDiscoveryOutput   a discovery handler returned a bad id or unserialisable values
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
@@ -126,6 +127,12 @@ class InvalidAttributes(InvalidInput):
 
 class InvalidSetting(InvalidInput):
     kind = "invalid_setting"
+
+
+class InvalidDiscoveryOutput(InvalidInput):
+    """A discovery run's output can not be stored; ``resource_id`` names the bad entry."""
+
+    kind = "invalid_discovery_output"
 
 
 class RuleViolation(LsmError):

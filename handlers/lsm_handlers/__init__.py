@@ -10,6 +10,8 @@ One module per family, each with its resource types and their handlers (docs/han
 * ``lsm_handlers.files``: ``std::File``, a file with content and mode;
 * ``lsm_handlers.http``: ``std::HttpDocument``, a JSON document at a URL;
 * ``lsm_handlers.linux``: ``linux::Namespace``, ``linux::Interface``, ``linux::Veth``, a network lab;
+* ``lsm_handlers.discovery``: discovery handlers (files under a directory, the objects of an HTTP
+  collection, the interfaces of a network namespace) that report unmanaged resources;
 * ``lsm_handlers.config``: ``ConfigFileHandler``, one JSON file per resource under the agent's
   state directory, for the types of a model that have no handler of their own.
 """

@@ -13,7 +13,17 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
-from lsm.api import catalog, compiles, deploy, desired_state, environments, events, health, inventory
+from lsm.api import (
+    catalog,
+    compiles,
+    deploy,
+    desired_state,
+    discovery,
+    environments,
+    events,
+    health,
+    inventory,
+)
 from lsm.api.deps import RequestIdMiddleware
 from lsm.api.errors import install_error_handlers
 from lsm.facade import Facades
@@ -21,12 +31,14 @@ from lsm.facade import Facades
 ROUTERS = (
     health.router,
     catalog.router,
+    discovery.adopt_router,  # before inventory: POST /{entity}/adopt
     inventory.router,
     compiles.router,
     desired_state.router,
     environments.router,
     events.router,
     deploy.router,
+    discovery.router,
 )
 
 

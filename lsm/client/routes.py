@@ -185,6 +185,42 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """Why the instance is where it is."""
         return self._one(Request("GET", _instance_path(entity, ref) + "/diagnose"))
 
+    def adopt(self, entity: str, discovered_ids: list[str], *, initial_state: str | None = None) -> ListT:
+        """Adopt discovered resources as instances of ``entity``: all of them or none (409 naming
+        an id that is managed or adopted already); the answer is the created instances."""
+        body = _drop_none({"discovered_ids": list(discovered_ids), "initial_state": initial_state})
+        return self._many(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}/adopt", json=body))
+
+    # -- discovered resources ---------------------------------------------------------------------------
+    def discovered(
+        self,
+        *,
+        resource_type: str | None = None,
+        agent: str | None = None,
+        managed: bool | None = None,
+        discovered_by: str | None = None,
+        adopted: bool | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ListT:
+        """Discovered resources of the environment, in id order, filtered."""
+        params = _drop_none(
+            {
+                "type": resource_type,
+                "agent": agent,
+                "managed": None if managed is None else str(managed).lower(),
+                "discovered_by": discovered_by,
+                "adopted": None if adopted is None else str(adopted).lower(),
+                "limit": limit,
+                "offset": offset,
+            }
+        )
+        return self._many(Request("GET", "/api/v1/discovered", params=params))
+
+    def discovered_resource(self, resource_id: str) -> ObjT:
+        """One discovered resource by its id (``Type[agent,attr=value]``)."""
+        return self._one(Request("GET", f"/api/v1/discovered/{_seg(resource_id)}"))
+
     # -- compiles -------------------------------------------------------------------------------------
     def request_compile(
         self,

@@ -18,6 +18,7 @@ from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
 from lsm.facade.core import Core, EnvironmentContexts
 from lsm.facade.deploy import DeployFacade
 from lsm.facade.desired_state import DesiredStateFacade
+from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.inventory import InventoryFacade
@@ -35,6 +36,7 @@ class Facades:
     desired_state: DesiredStateFacade
     events: EventsFacade
     deploy: DeployFacade
+    discovery: DiscoveryFacade
 
     @classmethod
     def over(
@@ -59,6 +61,7 @@ class Facades:
             desired_state=DesiredStateFacade(core),
             events=EventsFacade(core),
             deploy=deploy,
+            discovery=DiscoveryFacade(core),
         )
 
 
@@ -71,6 +74,7 @@ __all__ = [
     "Cursor",
     "DeployFacade",
     "DesiredStateFacade",
+    "DiscoveryFacade",
     "EnvironmentContexts",
     "EnvironmentsFacade",
     "EventsFacade",

@@ -8,9 +8,12 @@ Pure Python, no I/O; imports only ``lsm.catalog``, ``lsm.lifecycle`` and ``lsm.e
 * ``service``: ``Service``, one instance as an implementation sees it;
 * ``context``: ``all`` (``lsm.all``), the running compile;
 * ``refinement``: ``refine`` / ``validate``, the pure compile core, and ``RefineResult``;
-* ``loader``: ``Model`` and ``load_model``.
+* ``loader``: ``Model`` and ``load_model``;
+* ``adoption``: ``@adopt(resource_type, binding)`` (``lsm.adopt``), how a discovered resource
+  becomes an instance; ``resource_id``: parsing ``Type[agent,attr=value]``.
 """
 
+from lsm.model.adoption import Adopter, adopt
 from lsm.model.context import CompileContext, all_instances, current_compile
 from lsm.model.implementation import Implementation, Produced, bindings_of, implementation
 from lsm.model.loader import IMPLEMENTATION_MARK, Model, load_model, model_from_module
@@ -24,6 +27,7 @@ all = all_instances  # noqa: A001
 
 __all__ = [
     "IMPLEMENTATION_MARK",
+    "Adopter",
     "CompileContext",
     "Implementation",
     "Meta",
@@ -34,6 +38,7 @@ __all__ = [
     "ResourceData",
     "Service",
     "Shared",
+    "adopt",
     "all",
     "all_instances",
     "bindings_of",

@@ -5,7 +5,8 @@ and the engine must turn that into bindings, implementations and selectors witho
 author registering anything globally (several environments may load several models in one
 process). A model module either defines ``model = lsm.Model(...)`` explicitly, or the loader
 collects what the module namespace holds: ``Binding`` objects, functions decorated with
-``@lsm.implementation`` and an optional ``SELECTORS`` mapping of name -> selector class.
+``@lsm.implementation`` and an optional ``SELECTORS`` mapping of name -> selector class (and
+``@lsm.handler`` / ``HANDLERS``, ``@lsm.adopt`` / ``ADOPTERS``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import ConfigurationError
+from lsm.model.adoption import Adopter, adopters_of
 
 #: attribute set on implementation functions by ``@lsm.implementation(binding)``
 IMPLEMENTATION_MARK = "__lsm_binding__"
@@ -40,6 +42,9 @@ class Model:
     selectors: dict[str, Any] = field(default_factory=dict)
     #: resource type -> handler class, from ``@lsm.handler`` classes and ``HANDLERS``
     handlers: dict[str, Any] = field(default_factory=dict)
+    #: (discovered resource type, entity) -> how such a resource becomes an instance
+    #: (``@lsm.adopt`` functions and ``ADOPTERS``; see ``lsm.model.adoption``)
+    adopters: dict[tuple[str, str], Adopter] = field(default_factory=dict)
     source: str = ""
     #: the model's source files and their (mtime, size) when it was loaded: see ``source_changed``
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -180,11 +185,16 @@ def model_from_module(module: ModuleType, *, source: str = "") -> Model:
         raise ConfigurationError(f"model {source or module.__name__!r} defines no lsm.Binding", model=source)
     selectors = dict(getattr(module, "SELECTORS", {}) or {})
     handlers.update(getattr(module, "HANDLERS", {}) or {})
+    try:
+        adopters = adopters_of(vars(module))
+    except TypeError as exc:
+        raise ConfigurationError(f"model {source or module.__name__!r}: {exc}", model=source) from None
     return Model(
         bindings=bindings,
         implementations=implementations,
         selectors=selectors,
         handlers=handlers,
+        adopters=adopters,
         source=source,
     )
 

@@ -15,10 +15,15 @@ from lsm.lifecycle import Operation
 
 @dataclass(frozen=True)
 class Create:
+    """A new instance. With ``adopts`` (a discovered resource id) it adopts that resource: the
+    adoption is recorded in the same transaction (refused, 409 naming the id, when the id is
+    managed or adopted already) and the event line's trigger is ``adopt``."""
+
     entity: str
     attributes: dict[str, Any]
     instance_id: str | None = None
     initial_state: str | None = None
+    adopts: str | None = None
 
 
 @dataclass(frozen=True)

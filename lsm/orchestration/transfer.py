@@ -42,6 +42,7 @@ from lsm.errors import (
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
 from lsm.inventory.database import Database
+from lsm.inventory.discovery_store import claim_adoption
 from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
@@ -293,6 +294,15 @@ class _Transaction:
                     instance=clash.id,
                 )
         check_references(self.session, self.ctx, binding, attributes)
+        if command.adopts is not None:
+            claim_adoption(
+                self.session,
+                self.ctx.env_id,
+                command.adopts,
+                instance_id=instance_id,
+                entity=binding.name,
+                now=utcnow(),
+            )
         owner_id = str(attributes[binding.relation_to_owner]) if binding.relation_to_owner else None
         row = InstanceRow(
             id=instance_id,
@@ -311,8 +321,11 @@ class _Transaction:
             row.desired_state_version = 1
             self.request_export(row, f"created in exporting state {state}")
         repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
+        trigger, message = ("create", "created")
+        if command.adopts is not None:
+            trigger, message = ("adopt", f"adopted discovered resource {command.adopts}")
         repo.add_event(
-            self.session, row, source=None, target=state, trigger="create", message="created", **self.who()
+            self.session, row, source=None, target=state, trigger=trigger, message=message, **self.who()
         )
         self.after_entering(row)
         return Outcome(row, executed=True, compiles=self.compiles)

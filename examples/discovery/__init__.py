@@ -1,0 +1,84 @@
+"""Discovery and adoption: files that already exist become ``managed_file`` instances.
+
+Load it by path (``lsm.load_model("examples/discovery")``) with this directory as a lifecycle
+directory (it holds ``adoptable.yaml``). What it shows:
+
+* a **discovery resource** in the model (``std::FileDiscovery``, bundled handler
+  ``lsm_handlers.discovery``): a ``discovery`` instance produces one, and the agent's runs fill
+  the discovered-resources inventory (``GET /api/v1/discovered``, ``lsm discovered``);
+* an **adoption** (``@lsm.adopt("std::File", managed_file)``): a discovered file becomes a
+  ``managed_file`` instance with the same path, content and mode, so the ``std::File`` resource
+  it refines into equals what is on disk and its first deploy writes nothing
+  (``POST /lsm/v1/service_inventory/managed_file/adopt``, ``lsm adopt managed_file ID...``);
+* the **shared-base-class pattern** of ``handlers.py``: a discovery handler and a CRUD handler
+  that share credentials and connection code through ordinary base classes.
+
+``File`` mirrors the bundled ``lsm_handlers.files.File`` (same type, id attribute and fields):
+the model only needs the resource's shape to refine into it; the agent deploys it with the
+bundled handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
+
+from lsm_handlers.discovery import FileDiscovery
+
+import lsm
+from lsm.model.resource_id import ResourceIdParts
+
+from .handlers import HANDLERS  # noqa: F401  (the model's handlers: the Credentials/InterfaceBase pattern)
+
+
+class ManagedFile(lsm.ServiceEntity):
+    """A file on a host, with its content and permission bits."""
+
+    host: str
+    path: str
+    content: Annotated[str, lsm.rw_plus] = ""
+    mode: Annotated[int, lsm.rw_plus] = 0o644
+
+
+managed_file = lsm.Binding(ManagedFile, lifecycle="adoptable", name="managed_file", identity="path")
+
+
+class FileDiscoveryService(lsm.ServiceEntity):
+    """The intent to find the files under ``directory`` whose names match ``pattern`` on ``host``."""
+
+    name: str
+    host: str
+    directory: str
+    pattern: Annotated[str, lsm.rw_plus] = ".*"
+
+
+discovery = lsm.Binding(FileDiscoveryService, lifecycle="adoptable", name="file_discovery", identity="name")
+
+
+class File(lsm.Resource, type="std::File", id_attribute="path"):
+    path: str
+    content: str = ""
+    mode: int = 0o644
+
+
+@lsm.implementation(managed_file)
+def file_resource(f: lsm.Service[ManagedFile]) -> Iterator[lsm.Resource]:
+    yield File(agent=f.host, path=f.path, content=f.content, mode=f.mode, purged=f.purge_resources)
+
+
+@lsm.implementation(discovery)
+def discovery_resource(d: lsm.Service[FileDiscoveryService]) -> Iterator[lsm.Resource]:
+    yield FileDiscovery(
+        agent=d.host, name=d.name, directory=d.directory, pattern=d.pattern, purged=d.purge_resources
+    )
+
+
+@lsm.adopt("std::File", managed_file)
+def file_to_instance(attributes: Mapping[str, Any], ref: ResourceIdParts) -> dict[str, Any]:
+    """A discovered ``std::File`` as ``managed_file`` attributes: the same file, as it is."""
+    return {
+        "host": ref.agent,
+        "path": attributes["path"],
+        "content": attributes["content"],
+        "mode": attributes["mode"],
+    }
