@@ -13,10 +13,23 @@ from importlib.metadata import PackageNotFoundError, version
 
 from fastapi import FastAPI
 
-from lsm.api import catalog, compiles, desired_state, environments, events, health, inventory
+from lsm.api import (
+    audit,
+    catalog,
+    compiles,
+    desired_state,
+    environments,
+    events,
+    health,
+    inventory,
+    tokens,
+)
+from lsm.api.access import check_declared
+from lsm.api.auth import Authenticator
 from lsm.api.deps import RequestIdMiddleware
 from lsm.api.errors import install_error_handlers
 from lsm.facade import Facades
+from lsm.schemas.auth import AuthConfig
 
 ROUTERS = (
     health.router,
@@ -26,11 +39,19 @@ ROUTERS = (
     desired_state.router,
     environments.router,
     events.router,
+    tokens.router,
+    audit.router,
 )
 
 
-def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True) -> FastAPI:
-    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``."""
+def create_app(
+    facades: Facades, *, is_ready: Callable[[], bool] = lambda: True, auth: AuthConfig | None = None
+) -> FastAPI:
+    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``.
+
+    ``auth``: off when not given (every caller ``local``, the embedded default). Every route
+    must declare its access (``lsm.api.access``): one that does not is refused here.
+    """
     app = FastAPI(
         title="lsm-engine",
         version=_version(),
@@ -38,10 +59,12 @@ def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True)
     )
     app.state.facades = facades
     app.state.is_ready = is_ready
+    app.state.authenticator = Authenticator(auth or AuthConfig(), facades.tokens)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
     for router in ROUTERS:
         app.include_router(router)
+    check_declared(app.routes)
     return app
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsm.facade.auth import AuditFacade, Principal, TokensFacade
 from lsm.facade.catalog import CatalogFacade
 from lsm.facade.compiles import CompilesFacade
 from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
@@ -31,6 +32,8 @@ class Facades:
     compiles: CompilesFacade
     desired_state: DesiredStateFacade
     events: EventsFacade
+    tokens: TokensFacade
+    audit: AuditFacade
 
     @classmethod
     def over(cls, core: Core) -> Facades:
@@ -41,11 +44,14 @@ class Facades:
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core),
             events=EventsFacade(core),
+            tokens=TokensFacade(core),
+            audit=AuditFacade(core),
         )
 
 
 __all__ = [
     "LOCAL_ACTOR",
+    "AuditFacade",
     "CatalogFacade",
     "ChangeSignal",
     "CompilesFacade",
@@ -58,6 +64,8 @@ __all__ = [
     "Facades",
     "FeedItem",
     "InventoryFacade",
+    "Principal",
     "RequestContext",
+    "TokensFacade",
     "new_request_id",
 ]

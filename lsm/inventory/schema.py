@@ -27,7 +27,12 @@ from sqlalchemy import Connection, inspect, text
 from sqlmodel import SQLModel
 
 from lsm.errors import ConfigurationError
-from lsm.inventory import deploy_tables, desired_state_tables, tables  # noqa: F401  (registers the tables)
+from lsm.inventory import (  # noqa: F401  (registers the tables)
+    auth_tables,
+    deploy_tables,
+    desired_state_tables,
+    tables,
+)
 
 #: the revision a database made by release 0.1.0 is at
 BASELINE = "0001"
