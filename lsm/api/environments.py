@@ -12,7 +12,13 @@ from fastapi import APIRouter
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.schemas.auth import Role
-from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingOut, SettingValue
+from lsm.schemas.environments import (
+    CreateEnvironment,
+    EnvironmentOut,
+    ModelChoice,
+    SettingOut,
+    SettingValue,
+)
 
 router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
 
@@ -30,6 +36,12 @@ def create_environment(body: CreateEnvironment, facades: FacadesDep, ctx: Contex
 @router.get("/{env}", dependencies=[require(Role.VIEWER)])
 def get_environment(env: str, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.get_environment(ctx.in_environment(env))
+
+
+@router.put("/{env}/model", dependencies=[require(Role.ADMIN)])
+def set_model(env: str, body: ModelChoice, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+    """Run another model the server offers; one that does not load changes nothing."""
+    return facades.environments.set_model(ctx.in_environment(env), body.model)
 
 
 @router.get("/{env}/settings", dependencies=[require(Role.VIEWER)])

@@ -47,6 +47,13 @@ class EnvironmentsFacade:
         self.core.environments.create(name, model, actor=ctx.actor, request_id=ctx.request_id)
         return self.get_environment(ctx.in_environment(name))
 
+    def set_model(self, ctx: RequestContext, model: str) -> EnvironmentOut:
+        """Give the environment of ``ctx`` another model the server offers; one that fails to load
+        changes nothing."""
+        env = ctx.environment or self.core.environments.default
+        row = self.core.environments.change_model(env, model, actor=ctx.actor, request_id=ctx.request_id)
+        return self.get_environment(ctx.in_environment(row.id))
+
     def get_environment(self, ctx: RequestContext) -> EnvironmentOut:
         """The environment of ``ctx`` (the default one when it names none)."""
         with self.core.db.read() as session:

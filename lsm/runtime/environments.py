@@ -116,6 +116,35 @@ class Environments:
         self.context(row.id)
         return row
 
+    def change_model(
+        self, env: str, choice: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> EnvironmentRow:
+        """Give the environment ``env`` another model (an admin's ``PUT .../model``): resolved
+        (nothing imported unless allowed), loaded and checked, and only then stored."""
+        spec = self.models.resolve(choice)
+        with self.db.read() as session:
+            repo.get_environment(session, env)
+        self._checked_model(spec)
+        with self.db.write() as session:
+            row = repo.get_environment(session, env)
+            previous = row.model
+            row.model = spec
+            session.add(row)
+            audit.record(
+                session,
+                actor=actor,
+                request_id=request_id,
+                action="environment.model",
+                target=row.name,
+                env_id=row.id,
+                model=spec,
+                previous=previous,
+            )
+            session.flush()
+        self.invalidate(row.id)
+        self.context(row.id)
+        return row
+
     def _checked_model(self, spec: str) -> Model:
         """Load ``spec`` and check it against the lifecycles, writing nothing."""
         model = load_model(spec)
