@@ -16,12 +16,13 @@ existence leak); a role too low is a 403 naming the role needed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from fastapi import Depends, Request
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter
 
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.errors import Forbidden, UnknownEnvironment
@@ -100,22 +101,29 @@ def check(scope: Scope, needed: Role, ctx: RequestContext, facades: Facades) -> 
         )
 
 
-def declared(route: APIRoute) -> list[Access | Public]:
-    """The access declarations of a route (its router's and its own)."""
+def declared(route: APIRoute, router: APIRouter | None = None) -> list[Access | Public]:
+    """The access declarations of a route: its router's (``router``) and its own."""
     found: list[Access | Public] = []
-    for dep in route.dependencies:
+    for dep in [*(router.dependencies if router is not None else []), *route.dependencies]:
         call = dep.dependency
         if isinstance(call, Access | Public):
             found.append(call)
     return found
 
 
-def check_declared(routes: list[Any]) -> None:
-    """Every API route declares its access: a route that forgot is refused at start."""
-    missing = [
-        f"{','.join(sorted(r.methods or ()))} {r.path}"
-        for r in routes
-        if isinstance(r, APIRoute) and not declared(r)
+def route_table(routers: Iterable[APIRouter]) -> list[tuple[str, str, list[Access | Public]]]:
+    """``(method, path, declarations)`` of every route of ``routers`` (what the role test walks)."""
+    return [
+        (method, route.path, declared(route, router))
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        for method in sorted(route.methods or ())
     ]
+
+
+def check_declared(routers: Iterable[APIRouter]) -> None:
+    """Every API route declares its access: a route that forgot is refused at start."""
+    missing = [f"{method} {path}" for method, path, found in route_table(routers) if not found]
     if missing:
         raise RuntimeError(f"routes without an access declaration (require(...) or public()): {missing}")

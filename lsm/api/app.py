@@ -62,9 +62,9 @@ def create_app(
     app.state.authenticator = Authenticator(auth or AuthConfig(), facades.tokens)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
+    check_declared(ROUTERS)
     for router in ROUTERS:
         app.include_router(router)
-    check_declared(app.routes)
     return app
 
 
