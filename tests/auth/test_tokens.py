@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
+import pytest
 from sqlmodel import select
 
 from lsm.client import Client
 from lsm.errors import NotFound, Unauthenticated
 from lsm.inventory.auth_tables import TokenRow
+from lsm.testing import async_client
 from tests.api.fixtures import engine, http, url
 from tests.auth.conftest import Secured
 
@@ -164,3 +168,22 @@ def test_auth_off_keeps_every_caller_local(http: httpx.Client) -> None:
     created = http.post("/lsm/v1/service_inventory/note", json={"attributes": {"title": "t"}}).json()
     log = http.get(f"/lsm/v1/service_inventory/note/{created['id']}/log").json()
     assert log[0]["actor"] == "local"
+
+
+def test_the_async_client_and_lsm_testing_take_a_token(
+    secured: Secured, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LSM_TOKEN", raising=False)
+    monkeypatch.setenv("LSM_TOKEN_FILE", str(tmp_path / "no-token-file"))
+
+    async def scenario() -> tuple[int, str]:
+        async with async_client(secured.engine, token=secured.tokens["viewer"]) as client:
+            catalog = await client.catalog()
+        async with async_client(secured.engine, token=None) as anonymous:
+            try:
+                await anonymous.catalog()
+            except Unauthenticated as exc:
+                return len(catalog), exc.kind
+        return len(catalog), "accepted"
+
+    assert asyncio.run(scenario()) == (3, "unauthenticated")
