@@ -5,7 +5,7 @@ Why declarative: no route checks roles by hand, and a new router gets its checks
     router = APIRouter(prefix="/api/v1/resources", dependencies=[require(Role.VIEWER, write=Role.OPERATOR)])
 
 ``create_app`` refuses a route that declares nothing (``public()`` for the few open ones), and
-``tests/api/test_roles.py`` runs every route against every role.
+``tests/auth/test_roles.py`` runs every route against every kind of caller.
 
 Scopes: ``ENVIRONMENT`` (the request's environment: the ``{env}`` path parameter, else
 ``X-LSM-Environment``, else the default one), ``GLOBAL`` (a role over every environment,
