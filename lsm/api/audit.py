@@ -15,6 +15,9 @@ from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.schemas.auth import AuditOut, Role
 
+#: query text every backend can compare: no NUL, no control characters
+_TEXT = r"^[^\x00-\x1f]*$"
+
 router = APIRouter(
     prefix="/api/v1/audit", tags=["audit"], dependencies=[require(Role.ADMIN, scope=Scope.SOME)]
 )
@@ -24,14 +27,19 @@ router = APIRouter(
 def list_audit(
     facades: FacadesDep,
     ctx: ContextDep,
-    actor: Annotated[str | None, Query(max_length=200, description="Only this actor.")] = None,
+    actor: Annotated[str | None, Query(max_length=200, pattern=_TEXT, description="Only this actor.")] = None,
     action: Annotated[
         str | None,
-        Query(max_length=50, description="Only this action and its sub-actions (`instance`, `setting.set`)."),
+        Query(
+            max_length=50,
+            pattern=_TEXT,
+            description="Only this action and its sub-actions (`instance`, `setting.set`).",
+        ),
     ] = None,
     since: Annotated[datetime | None, Query(description="Only from this time on (ISO 8601).")] = None,
     environment: Annotated[
-        str | None, Query(max_length=200, description="Only this environment (name or id).")
+        str | None,
+        Query(max_length=200, pattern=_TEXT, description="Only this environment (name or id)."),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,

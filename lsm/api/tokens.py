@@ -5,7 +5,9 @@ The secret is in the answer of the creation only: it is stored hashed (``lsm.inv
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
@@ -31,6 +33,10 @@ def list_tokens(facades: FacadesDep, ctx: ContextDep) -> list[TokenOut]:
 
 
 @router.delete("/{token_id}")
-def revoke_token(token_id: str, facades: FacadesDep, ctx: ContextDep) -> TokenOut:
+def revoke_token(
+    token_id: Annotated[str, Path(max_length=36, pattern=r"^[0-9a-fA-F-]+$")],
+    facades: FacadesDep,
+    ctx: ContextDep,
+) -> TokenOut:
     """Revoke a token: it is refused from the next request on."""
     return facades.tokens.revoke(ctx, token_id)

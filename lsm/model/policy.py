@@ -43,6 +43,8 @@ class ModelChoices:
     def resolve(self, choice: str) -> str:
         """The model to load for ``choice`` (a name, a named model's path, or an allowed path);
         ``InvalidInput`` naming ``model`` otherwise. Imports nothing."""
+        if not _plain_text(choice):
+            raise InvalidInput("a model name or path can not hold NUL or lone surrogates", field="model")
         if choice in self.named:
             return self.named[choice]
         if choice in self.named.values():
@@ -57,3 +59,14 @@ class ModelChoices:
             "or a path under a directory of the server's model_dirs)",
             field="model",
         )
+
+
+def _plain_text(value: str) -> bool:
+    """No NUL (no path or database column holds one) and no lone surrogate (not encodable)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 #: what every API token starts with: tells it from a JWT, and lets secret scanners find it
 TOKEN_PREFIX = "lsm_"
@@ -74,13 +74,30 @@ class AuthConfig(BaseModel):
         return bool(self.jwt_issuer and self.jwt_audience and (self.jwt_key or self.jwt_key_file))
 
 
+def _plain(value: str) -> str:
+    """Refuse what no backend stores: NUL, and lone surrogates (not encodable as UTF-8)."""
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("lone surrogates are not allowed") from None
+    return value
+
+
+#: text every backend stores as it is
+PlainText = Annotated[str, AfterValidator(_plain)]
+#: an environment name or id, or ``*``, as a key of a token's roles
+EnvironmentKey = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_plain)]
+
+
 class CreateToken(BaseModel):
     """``POST /api/v1/tokens``: a name, roles per environment, and an expiry."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200, description="Who or what the token is for.")
-    roles: dict[str, Role] = Field(
+    name: PlainText = Field(min_length=1, max_length=100, description="Who or what the token is for.")
+    roles: dict[EnvironmentKey, Role] = Field(
         min_length=1,
         description='Environment name or id (or "*" for every environment) -> role.',
     )
