@@ -75,3 +75,15 @@ def test_changes_record_actor_and_request_id_and_are_listed_with_filters(secured
     # an environment's admin sees its environment only; an operator sees nothing
     assert own and {line["environment"] for line in own} == {"default"}
     assert refused.status_code == 403
+
+
+def test_every_page_is_the_slice_of_the_whole_list(secured: Secured) -> None:
+    with secured.client("admin") as admin:
+        for n in range(4):
+            admin.post("/lsm/v1/service_inventory/note", json={"attributes": {"title": f"p{n}"}})
+            admin.put("/api/v1/environments/other/settings/recompile_backoff", json={"value": n})
+        everything = admin.get("/api/v1/audit", params={"limit": 1000}).json()
+        for limit, offset in [(1, 0), (3, 2), (5, 7), (2, len(everything) - 1), (4, len(everything) + 3)]:
+            page = admin.get("/api/v1/audit", params={"limit": limit, "offset": offset}).json()
+            assert page == everything[offset : offset + limit], (limit, offset)
+    assert len(everything) >= 12
