@@ -124,7 +124,13 @@ def list_audit(session: Session, flt: AuditFilter) -> list[dict[str, Any]]:
     ]
     # each part keeps only its newest offset+limit lines (a top-N, no full sort), then they merge
     top = flt.offset + flt.limit
-    tops = [part.order_by(part.selected_columns.time.desc()).limit(top).subquery() for part in parts]
+    # (the same order as the merge's within one part, so that ties at the cut are cut alike)
+    tops = [
+        part.order_by(part.selected_columns.time.desc(), part.selected_columns.ref.desc())
+        .limit(top)
+        .subquery()
+        for part in parts
+    ]
     merged = union_all(*(select(sub) for sub in tops)).subquery()
     query = (
         select(merged)
