@@ -116,3 +116,26 @@ def test_an_unsigned_token_is_401(idp_server: str) -> None:
         algorithm="none",
     )
     assert _get(idp_server, unsigned).status_code == 401
+
+
+def test_an_hs256_secret_works_and_the_roles_claim_may_be_a_list() -> None:
+    from lsm.api.auth import Authenticator
+    from lsm.errors import Unauthenticated
+    from lsm.schemas.auth import Role
+
+    secret = "s3cret-" * 6
+    config = AuthConfig(
+        enabled=True, jwt_issuer=ISSUER, jwt_audience=AUDIENCE, jwt_key=secret, jwt_algorithms=["HS256"]
+    )
+    authenticator = Authenticator(config, tokens=None)  # type: ignore[arg-type]  (JWTs never touch it)
+    claims = {"sub": "bob", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 60}
+    token = jwt.encode(
+        {**claims, "lsm_roles": ["lab:admin", "prod:viewer", "x:root"]}, secret, algorithm="HS256"
+    )
+    principal = authenticator.principal(token)
+    assert principal.actor == "jwt:bob"
+    assert dict(principal.roles) == {"lab": Role.ADMIN, "prod": Role.VIEWER}
+    with pytest.raises(Unauthenticated):
+        authenticator.principal(jwt.encode(claims, "another-secret-" * 3, algorithm="HS256"))
+    with pytest.raises(Unauthenticated):
+        authenticator.principal(jwt.encode({**claims, "sub": ""}, secret, algorithm="HS256"))
