@@ -94,7 +94,7 @@ def test_a_revoked_token_is_refused_from_its_next_request_on(secured: Secured) -
         with secured.client("admin") as admin:
             revoked = admin.delete(f"/api/v1/tokens/{token_id}")
             again = admin.delete(f"/api/v1/tokens/{token_id}")
-            unknown = admin.delete("/api/v1/tokens/no-such-token")
+            unknown = admin.delete("/api/v1/tokens/00000000-0000-0000-0000-000000000000")
         after = client.get("/lsm/v1/service_catalog", headers=headers)
     assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
     assert again.json()["revoked_at"] == revoked.json()["revoked_at"]
