@@ -66,6 +66,28 @@ app.add_typer(environment_app, name="environment")
 app.add_typer(lifecycle_app, name="lifecycle")
 app.add_typer(selector_app, name="selector")
 app.add_typer(resources_app, name="resources")
+token_app = typer.Typer(help="API tokens (admins): create, list, revoke.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+#: the ``--token`` given before the command (``lsm --token ... instance list``); see ``main_options``
+_options: dict[str, str | None] = {"token": None}
+
+
+@app.callback()
+def main_options(
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="LSM_TOKEN",
+            help="API token for a server with authentication on; else LSM_TOKEN, else the token file "
+            "(LSM_TOKEN_FILE or ~/.config/lsm/token, mode 0600).",
+        ),
+    ] = None,
+) -> None:
+    """lsm-engine: service lifecycle engine (Inmanta LSM style)."""
+    _options["token"] = token
+
 
 # -- options shared by every client command ------------------------------------------------------
 Url = Annotated[str, typer.Option("--url", envvar="LSM_URL", help="Base URL of the lsm server.")]
@@ -138,7 +160,7 @@ def call(
     """Run one client request and print its answer (raw JSON with ``--json``, else ``show``); the answer."""
     from lsm.client import Client
 
-    with errors_reported(url), Client(url, environment) as client:
+    with errors_reported(url), Client(url, environment, token=_options["token"]) as client:
         result = request(client)
     if as_json:
         typer.echo(json.dumps(result, indent=2, default=str))
@@ -204,7 +226,25 @@ def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
 # -- server side ----------------------------------------------------------------------------------------
 @app.command()
 def server(
-    model: Annotated[str | None, typer.Option("--model", help="Model path or module (LSM_MODEL).")] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="Model path or module (LSM_MODEL); repeatable, as name=path: the first runs the "
+            "default environment, every one may be chosen by name for a new environment.",
+        ),
+    ] = None,
+    model_dir: Annotated[
+        list[str] | None,
+        typer.Option("--model-dir", help="Directory under which an admin may name a model by path."),
+    ] = None,
+    auth: Annotated[
+        bool, typer.Option("--auth", help="Require a token on every request but /health (LSM_AUTH=1).")
+    ] = False,
+    insecure: Annotated[
+        bool,
+        typer.Option("--insecure", help="Listen on a non-loopback address without authentication."),
+    ] = False,
     database: Annotated[
         str | None, typer.Option("--database", help="Database URL (LSM_DATABASE_URL); ./lsm.db by default.")
     ] = None,
@@ -217,15 +257,33 @@ def server(
     """Run the API with its embedded compile worker until interrupted."""
     import uvicorn
 
-    from lsm.runtime.config import load_config
+    from lsm.model.policy import parse_model_option
+    from lsm.runtime.config import check_listen, load_config
     from lsm.runtime.wiring import build_api
 
     with errors_reported():
-        settings = load_config(config, database_url=database, model=model, host=host, port=port)
+        named = dict(parse_model_option(m) for m in model or [])
+        first = parse_model_option(model[0])[1] if model else None
+        settings = load_config(
+            config,
+            database_url=database,
+            model=first,
+            host=host,
+            port=port,
+            models=named or None,
+            model_dirs=model_dir or None,
+            insecure=insecure or None,
+            auth_enabled=auth,
+        )
+        check_listen(settings)
         runtime = build_api(settings)
         runtime.start()
     try:
-        err.print(f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url})")
+        state = "on" if settings.auth.enabled else "OFF (every caller may do everything)"
+        err.print(
+            f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url}); "
+            f"authentication {state}"
+        )
         uvicorn.run(runtime.app, host=settings.host, port=settings.port, log_level="info")
     finally:
         runtime.stop()
@@ -1322,6 +1380,166 @@ def environment_set(
     except json.JSONDecodeError:
         parsed = value
     call(url, environment, as_json, lambda c: c.set_setting(key, parsed), _show_settings)
+
+
+# -- tokens and audit -----------------------------------------------------------------------------------
+def _parse_roles(roles: list[str] | None) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for item in roles or []:
+        env, sep, role = item.rpartition("=")
+        if not sep or not env.strip() or not role.strip():
+            raise typer.BadParameter(f"expected environment=role, got {item!r}", param_hint="--role")
+        parsed[env.strip()] = role.strip()
+    return parsed
+
+
+def _show_token(data: dict[str, Any]) -> None:
+    _print_kv({k: v for k, v in data.items() if k != "token"}, "token")
+    if data.get("token"):
+        err.print("[bold]the token (shown once, store it now):[/]")
+        typer.echo(data["token"])
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Argument(help="Who or what the token is for.")] = "admin",
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", "-r", help="environment=role (viewer, operator, admin; * = every one)."),
+    ] = None,
+    admin: Annotated[
+        bool,
+        typer.Option(
+            "--admin",
+            help="An admin token over every environment, written straight into the database "
+            "(run on the server's machine: the first token, before authentication is on).",
+        ),
+    ] = False,
+    expires_in_days: Annotated[float, typer.Option("--expires-in-days", help="Lifetime in days.")] = 90.0,
+    database: Annotated[
+        str | None, typer.Option("--database", help="With --admin: database URL (LSM_DATABASE_URL).")
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help="With --admin: configuration file.")] = None,
+    url: Url = DEFAULT_URL,
+    as_json: AsJson = False,
+) -> None:
+    """Create a token and print it once."""
+    seconds = int(expires_in_days * 86400)
+    if not admin:
+        roles = _parse_roles(role)
+        if not roles:
+            raise typer.BadParameter("give at least one --role environment=role (or --admin)")
+        call(url, None, as_json, lambda c: c.create_token(name, roles, expires_in=seconds), _show_token)
+        return
+    if role:
+        raise typer.BadParameter(
+            "--admin makes an admin over every environment: no --role", param_hint="--role"
+        )
+    from datetime import UTC, datetime, timedelta
+
+    from lsm.inventory import audit, tokens
+    from lsm.inventory.database import Database
+    from lsm.runtime.config import load_config
+
+    with errors_reported():
+        settings = load_config(config, database_url=database)
+        db = Database(settings.database_url)
+        try:
+            db.create_schema()
+            expires_at = datetime.now(UTC) + timedelta(seconds=seconds)
+            with db.write() as session:
+                row, secret = tokens.issue(
+                    session,
+                    name=name,
+                    roles={"*": "admin"},
+                    expires_at=expires_at,
+                    created_by="lsm token create",
+                )
+                audit.record(
+                    session,
+                    actor="lsm token create --admin",
+                    request_id=None,
+                    action="token.create",
+                    target=row.id,
+                    name=name,
+                    roles={"*": "admin"},
+                )
+                token_id = row.id
+        finally:
+            db.dispose()
+    data = {"id": token_id, "name": name, "roles": {"*": "admin"}, "expires_at": expires_at.isoformat()}
+    if as_json:
+        typer.echo(json.dumps({**data, "token": secret}, indent=2))
+    else:
+        _show_token({**data, "token": secret})
+
+
+@token_app.command("list")
+def token_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
+    """Every token, with its roles, expiry and revocation (never a secret)."""
+
+    def show(items: list[dict[str, Any]]) -> None:
+        table = _table("tokens", ("id", "name", "roles", "expires", "revoked"))
+        for t in items:
+            table.add_row(
+                t["id"],
+                escape(t["name"]),
+                _cell(t.get("roles")),
+                _cell(t.get("expires_at")),
+                _cell(t.get("revoked_at")),
+            )
+        out.print(table)
+
+    call(url, None, as_json, lambda c: c.tokens(), show)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(help="The token's id (lsm token list).")],
+    url: Url = DEFAULT_URL,
+    as_json: AsJson = False,
+) -> None:
+    """Revoke a token: refused from its next request on."""
+    call(url, None, as_json, lambda c: c.revoke_token(token_id), lambda t: _print_kv(t, "revoked"))
+
+
+@app.command("audit")
+def audit_list(
+    actor: Annotated[str | None, typer.Option("--actor", help="Only this actor.")] = None,
+    action: Annotated[
+        str | None, typer.Option("--action", help="Only this action (and sub-actions).")
+    ] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only from this time on (ISO 8601).")] = None,
+    of: Annotated[str | None, typer.Option("--of", help="Only this environment (name or id).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many lines.")] = 100,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many lines.")] = 0,
+    url: Url = DEFAULT_URL,
+    as_json: AsJson = False,
+) -> None:
+    """Who did what, when (admins): newest first."""
+
+    def show(lines: list[dict[str, Any]]) -> None:
+        table = _table("audit", ("time", "actor", "action", "target", "environment", "request"))
+        for line in lines:
+            table.add_row(
+                _cell(line.get("time")),
+                _cell(line.get("actor")),
+                _cell(line.get("action")),
+                _cell(line.get("target")),
+                _cell(line.get("environment")),
+                _cell(line.get("request_id")),
+            )
+        out.print(table)
+
+    call(
+        url,
+        None,
+        as_json,
+        lambda c: c.audit(
+            actor=actor, action=action, since=since, environment=of, limit=limit, offset=offset
+        ),
+        show,
+    )
 
 
 def main() -> None:

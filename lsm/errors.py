@@ -23,6 +23,9 @@ status it maps to and a short ``kind`` used in the API error body
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
     │   └── OperationNotPossible     an attribute-set operation lacks its input (promote w/o candidate)
+    ├── Unauthenticated (401 unauthenticated)  no token, or one that is unknown, expired or revoked
+    ├── Forbidden (403 forbidden)      a role too low for the route (an environment the caller
+    │                                  may not see is a 404 instead: no existence leak)
     ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
     │   └── SelectorError
     └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
@@ -152,6 +155,16 @@ class ExportRuleViolation(RuleViolation):
 
 class OperationNotPossible(RuleViolation):
     kind = "operation_not_possible"
+
+
+class Unauthenticated(LsmError):
+    status = 401
+    kind = "unauthenticated"
+
+
+class Forbidden(LsmError):
+    status = 403
+    kind = "forbidden"
 
 
 class ModelError(LsmError):

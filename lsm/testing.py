@@ -103,18 +103,29 @@ def served_url(engine: Engine) -> Iterator[str]:
 
 @contextmanager
 def serve(
-    engine: Engine, *, environment: str | None = None, retry: RetryPolicy = DEFAULT_RETRY
+    engine: Engine,
+    *,
+    environment: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    token: str | None = None,
 ) -> Iterator[Client]:
-    """Serve ``engine`` (see ``served_url``) and yield a sync ``Client`` on it."""
-    with served_url(engine) as url, Client(url, environment, retry=retry) as client:
+    """Serve ``engine`` (see ``served_url``) and yield a sync ``Client`` on it (with ``token``
+    when the engine has authentication on)."""
+    with served_url(engine) as url, Client(url, environment, retry=retry, token=token) as client:
         yield client
 
 
 @asynccontextmanager
 async def async_client(
-    engine: Engine, *, environment: str | None = None, retry: RetryPolicy = DEFAULT_RETRY
+    engine: Engine,
+    *,
+    environment: str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    token: str | None = None,
 ) -> AsyncIterator[AsyncClient]:
     """An ``AsyncClient`` talking to ``engine.app`` in-process (``httpx.ASGITransport``)."""
     transport = httpx.ASGITransport(app=engine.app)
-    async with AsyncClient("http://lsm.testserver", environment, transport=transport, retry=retry) as client:
+    async with AsyncClient(
+        "http://lsm.testserver", environment, transport=transport, retry=retry, token=token
+    ) as client:
         yield client

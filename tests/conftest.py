@@ -22,6 +22,10 @@ from lsm.runtime.wiring import ApiRuntime, build_api
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
 TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
+#: the test models every test engine offers by name (docs/api.md: models come from the operator)
+TEST_MODELS = {
+    name: f"tests.models.{name}" for name in ("things", "hang", "counters", "fragile", "shared_boxes")
+}
 
 
 def make_database(backend: str, tmp_path: Path) -> Database:
@@ -50,8 +54,9 @@ def db(backend: str, tmp_path: Path) -> Iterator[Database]:
 
 
 @pytest.fixture
-def engine_factory(db: Database) -> Iterator[Callable[..., ApiRuntime]]:
-    """Build started engines over the test database (same backend as ``db``)."""
+def engine_factory(db: Database, tmp_path: Path) -> Iterator[Callable[..., ApiRuntime]]:
+    """Build started engines over the test database (same backend as ``db``); they offer the
+    test models by name and any model under the test's ``tmp_path``."""
     engines: list[ApiRuntime] = []
 
     def make(
@@ -64,6 +69,8 @@ def engine_factory(db: Database) -> Iterator[Callable[..., ApiRuntime]]:
             settings=settings,
             lifecycle_dirs=[TEST_LIFECYCLES],
             embedded_worker=embedded_worker,
+            models=TEST_MODELS,
+            model_dirs=[str(tmp_path)],
         )
         engine = build_api(config, db=db)
         engine.start()

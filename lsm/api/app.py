@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from fastapi import FastAPI
 
 from lsm.api import (
+    audit,
     catalog,
     compiles,
     deploy,
@@ -23,10 +24,14 @@ from lsm.api import (
     events,
     health,
     inventory,
+    tokens,
 )
+from lsm.api.access import check_declared
+from lsm.api.auth import Authenticator
 from lsm.api.deps import RequestIdMiddleware
 from lsm.api.errors import install_error_handlers
 from lsm.facade import Facades
+from lsm.schemas.auth import AuthConfig
 
 ROUTERS = (
     health.router,
@@ -39,11 +44,19 @@ ROUTERS = (
     events.router,
     deploy.router,
     discovery.router,
+    tokens.router,
+    audit.router,
 )
 
 
-def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True) -> FastAPI:
-    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``."""
+def create_app(
+    facades: Facades, *, is_ready: Callable[[], bool] = lambda: True, auth: AuthConfig | None = None
+) -> FastAPI:
+    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``.
+
+    ``auth``: off when not given (every caller ``local``, the embedded default). Every route
+    must declare its access (``lsm.api.access``): one that does not is refused here.
+    """
     app = FastAPI(
         title="lsm-engine",
         version=_version(),
@@ -51,8 +64,10 @@ def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True)
     )
     app.state.facades = facades
     app.state.is_ready = is_ready
+    app.state.authenticator = Authenticator(auth or AuthConfig(), facades.tokens)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
+    check_declared(ROUTERS)
     for router in ROUTERS:
         app.include_router(router)
     return app

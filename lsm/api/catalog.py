@@ -6,10 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.auth import Role
 from lsm.schemas.catalog import EntityOut, LifecycleOut
 
-router = APIRouter(tags=["service catalog"])
+router = APIRouter(tags=["service catalog"], dependencies=[require(Role.VIEWER)])
 
 
 @router.get("/lsm/v1/service_catalog")

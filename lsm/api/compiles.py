@@ -9,11 +9,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.errors import InvalidInput
+from lsm.schemas.auth import Role
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
-router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
+router = APIRouter(
+    prefix="/api/v1/compiles", tags=["compiles"], dependencies=[require(Role.VIEWER, write=Role.OPERATOR)]
+)
 
 
 @router.post("", response_model=None)

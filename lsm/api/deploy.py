@@ -15,8 +15,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.inventory.deploy_queries import MAX_PAGE
+from lsm.schemas.auth import Role
 from lsm.schemas.deploy import (
     DeployRequest,
     DeployResult,
@@ -26,7 +28,9 @@ from lsm.schemas.deploy import (
     ResourceStatus,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["deploy"])
+router = APIRouter(
+    prefix="/api/v1", tags=["deploy"], dependencies=[require(Role.VIEWER, write=Role.OPERATOR)]
+)
 
 
 @router.get("/resources")

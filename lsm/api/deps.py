@@ -1,11 +1,13 @@
 """Dependencies shared by the routers: the facades, and the ``RequestContext`` of a request.
 
-``request_context`` is the ONE place that says who a request is from: the environment
-(``X-LSM-Environment``, a name or id; the default environment when absent), the request id
-(``X-Request-ID`` when it is a short printable string, else a fresh uuid4 hex; echoed on the
-response by ``RequestIdMiddleware``) and the actor. Authentication plugs in here: today every
-caller is ``local``; tokens and roles will resolve the actor (and refuse the request) in this
-function, and no route changes. No route reads a header itself.
+``request_context`` is the ONE place that says who a request is from: the environment (the
+``{env}`` path parameter of the routes that have one, else ``X-LSM-Environment``, a name or
+id; the default environment when absent), the request id (``X-Request-ID`` when it is a short
+printable string, else a fresh uuid4 hex; echoed on the response by ``RequestIdMiddleware``),
+and the actor and roles of the bearer credential (``lsm.api.auth``: a 401 when authentication
+is on and the credential is missing or not valid; ``local`` with every right when it is off).
+What a route needs of those roles is declared on its router (``lsm.api.access.require``). No
+route reads a header itself. ``public_context`` is the same without a credential (``/health``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from collections.abc import Callable
 from typing import Annotated, cast
 
 from fastapi import Depends, Header, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lsm.api.auth import Authenticator
 from lsm.facade import LOCAL_ACTOR, Facades, RequestContext, new_request_id
 
 ENVIRONMENT_HEADER = "X-LSM-Environment"
@@ -53,8 +57,29 @@ def valid_request_id(value: str | None) -> str | None:
     return None
 
 
+#: ``Authorization: Bearer <token>`` (documented in OpenAPI as the ``bearer`` scheme)
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="An API token (lsm_...) or, when configured, a JWT of the identity provider.",
+)
+
+
+def public_context(
+    request: Request,
+    x_request_id: Annotated[
+        str | None, Header(alias=REQUEST_ID_HEADER, description="Your id for this request.")
+    ] = None,
+) -> RequestContext:
+    """The context of an open route: a request id, no caller (actor ``local``, no roles)."""
+    request_id = valid_request_id(x_request_id) or new_request_id()
+    request.state.request_id = request_id
+    return RequestContext(actor=LOCAL_ACTOR, request_id=request_id, roles={})
+
+
 def request_context(
     request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     x_lsm_environment: Annotated[
         str | None,
         Header(
@@ -74,7 +99,12 @@ def request_context(
     """Who asks, in which environment, under which request id (see the module docstring)."""
     request_id = valid_request_id(x_request_id) or new_request_id()
     request.state.request_id = request_id
-    return RequestContext(actor=LOCAL_ACTOR, environment=x_lsm_environment or None, request_id=request_id)
+    authenticator = cast(Authenticator, request.app.state.authenticator)
+    principal = authenticator.principal(credentials.credentials if credentials is not None else None)
+    environment = request.path_params.get("env") or x_lsm_environment or None
+    return RequestContext(
+        actor=principal.actor, environment=environment, request_id=request_id, roles=principal.roles
+    )
 
 
 class RequestIdMiddleware:
@@ -105,3 +135,4 @@ class RequestIdMiddleware:
 
 FacadesDep = Annotated[Facades, Depends(ready_facades)]
 ContextDep = Annotated[RequestContext, Depends(request_context)]
+PublicContextDep = Annotated[RequestContext, Depends(public_context)]

@@ -6,10 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.auth import Role
 from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
 
-router = APIRouter(prefix="/api/v1/desired_state", tags=["desired state"])
+router = APIRouter(
+    prefix="/api/v1/desired_state", tags=["desired state"], dependencies=[require(Role.VIEWER)]
+)
 
 
 @router.get("")

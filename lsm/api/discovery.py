@@ -11,12 +11,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.auth import Role
 from lsm.schemas.discovery import AdoptRequest, DiscoveredResourceOut
 from lsm.schemas.inventory import InstanceOut
 
-router = APIRouter(prefix="/api/v1/discovered", tags=["discovery"])
-adopt_router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
+router = APIRouter(prefix="/api/v1/discovered", tags=["discovery"], dependencies=[require(Role.VIEWER)])
+adopt_router = APIRouter(
+    prefix="/lsm/v1/service_inventory", tags=["service inventory"], dependencies=[require(Role.OPERATOR)]
+)
 
 
 @router.get("")

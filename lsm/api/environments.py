@@ -1,40 +1,56 @@
 """``/api/v1/environments``: tenants, each with its own model, settings and inventory.
 
-Here the environment is named in the path, not by the ``X-LSM-Environment`` header.
+Here the environment is named in the path, not by the ``X-LSM-Environment`` header. Roles
+differ per route: anyone with a role somewhere lists (and sees only their environments),
+viewers read, admins change settings, and only an admin over every environment creates one.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
+from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingOut, SettingValue
+from lsm.schemas.auth import Role
+from lsm.schemas.environments import (
+    CreateEnvironment,
+    EnvironmentOut,
+    ModelChoice,
+    SettingOut,
+    SettingValue,
+)
 
 router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
 
 
-@router.get("")
+@router.get("", dependencies=[require(Role.VIEWER, scope=Scope.SOME)])
 def list_environments(facades: FacadesDep, ctx: ContextDep) -> list[EnvironmentOut]:
     return facades.environments.list_environments(ctx)
 
 
-@router.post("")
+@router.post("", dependencies=[require(Role.ADMIN, scope=Scope.GLOBAL)])
 def create_environment(body: CreateEnvironment, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.create_environment(ctx, body.name, body.model)
 
 
-@router.get("/{env}")
+@router.get("/{env}", dependencies=[require(Role.VIEWER)])
 def get_environment(env: str, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.get_environment(ctx.in_environment(env))
 
 
-@router.get("/{env}/settings")
+@router.put("/{env}/model", dependencies=[require(Role.ADMIN)])
+def set_model(env: str, body: ModelChoice, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+    """Run another model the server offers; one that does not load changes nothing."""
+    return facades.environments.set_model(ctx.in_environment(env), body.model)
+
+
+@router.get("/{env}/settings", dependencies=[require(Role.VIEWER)])
 def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
     """Every setting with its current value (defaults filled in)."""
     return facades.environments.get_settings(ctx.in_environment(env))
 
 
-@router.put("/{env}/settings/{key}")
+@router.put("/{env}/settings/{key}", dependencies=[require(Role.ADMIN)])
 def set_setting(
     env: str, key: str, body: SettingValue, facades: FacadesDep, ctx: ContextDep
 ) -> dict[str, SettingOut]:

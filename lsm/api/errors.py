@@ -45,7 +45,8 @@ def _lsm_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LsmError)
     if exc.status >= 500:
         logger.error("engine error answered with %d: %s", exc.status, exc, exc_info=exc)
-    return JSONResponse(exc.to_body(), status_code=exc.status)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return JSONResponse(exc.to_body(), status_code=exc.status, headers=headers)
 
 
 def validation_errors(errors: Sequence[Any]) -> list[dict[str, str]]:

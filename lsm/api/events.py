@@ -19,10 +19,12 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.facade import Cursor, EventsFacade
+from lsm.schemas.auth import Role
 
-router = APIRouter(tags=["events"])
+router = APIRouter(tags=["events"], dependencies=[require(Role.VIEWER)])
 
 #: seconds between two looks at the database when nothing was heard in this process
 POLL_INTERVAL = 0.5

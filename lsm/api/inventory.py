@@ -11,7 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.schemas.auth import Role
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
     CreateInstance,
@@ -23,7 +25,11 @@ from lsm.schemas.inventory import (
     UpdateInstance,
 )
 
-router = APIRouter(prefix="/lsm/v1/service_inventory", tags=["service inventory"])
+router = APIRouter(
+    prefix="/lsm/v1/service_inventory",
+    tags=["service inventory"],
+    dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
+)
 
 _REF = "an instance id, or <identity_attr>=<value>"
 

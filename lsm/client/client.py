@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import httpx
 
+from lsm.client.credentials import resolve_token
 from lsm.client.errors import error_from_response
 from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
 from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
@@ -30,8 +31,11 @@ DEFAULT_URL = "http://127.0.0.1:8888"
 ENVIRONMENT_HEADER = "X-LSM-Environment"
 
 
-def _headers(environment: str | None) -> dict[str, str]:
-    return {ENVIRONMENT_HEADER: environment} if environment else {}
+def _headers(environment: str | None, token: str | None) -> dict[str, str]:
+    headers = {ENVIRONMENT_HEADER: environment} if environment else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
 
 
 def _arguments(request: Request) -> dict[str, Any]:
@@ -51,7 +55,9 @@ def _answer(response: httpx.Response) -> Any:
 
 class Client(Routes[JsonObject, JsonList]):
     """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
-    WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable)."""
+    WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable); ``token``
+    is sent as ``Authorization: Bearer``, found by ``lsm.client.credentials.resolve_token``
+    (``LSM_TOKEN``, the token file) when not given."""
 
     def __init__(
         self,
@@ -61,12 +67,16 @@ class Client(Routes[JsonObject, JsonList]):
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
+        token: str | None = None,
     ) -> None:
         self.url = url
         self.environment = environment
         self.retry = retry
         self._http = httpx.Client(
-            base_url=url, headers=_headers(environment), transport=transport, timeout=timeout
+            base_url=url,
+            headers=_headers(environment, resolve_token(token)),
+            transport=transport,
+            timeout=timeout,
         )
 
     def _send(self, request: Request) -> Any:
@@ -111,12 +121,16 @@ class AsyncClient(Routes[Awaitable[JsonObject], Awaitable[JsonList]]):
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
+        token: str | None = None,
     ) -> None:
         self.url = url
         self.environment = environment
         self.retry = retry
         self._http = httpx.AsyncClient(
-            base_url=url, headers=_headers(environment), transport=transport, timeout=timeout
+            base_url=url,
+            headers=_headers(environment, resolve_token(token)),
+            transport=transport,
+            timeout=timeout,
         )
 
     async def _send(self, request: Request) -> Any:

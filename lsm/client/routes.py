@@ -359,6 +359,11 @@ class Routes(ABC, Generic[ObjT, ListT]):
         body = _drop_none({"name": name, "model": model})
         return self._one(Request("POST", "/api/v1/environments", json=body))
 
+    def set_model(self, model: str, *, environment: str | None = None) -> ObjT:
+        """Give an environment (this client's when not given) another model the server offers."""
+        path = f"/api/v1/environments/{_seg(self._env(environment))}/model"
+        return self._one(Request("PUT", path, json={"model": model}))
+
     def settings(self, environment: str | None = None) -> ObjT:
         """The settings of an environment (this client's when not given)."""
         return self._one(Request("GET", f"/api/v1/environments/{_seg(self._env(environment))}/settings"))
@@ -367,6 +372,51 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """Set one setting of an environment (this client's when not given)."""
         path = f"/api/v1/environments/{_seg(self._env(environment))}/settings/{_seg(key)}"
         return self._one(Request("PUT", path, json={"value": value}))
+
+    # -- tokens and audit (admins) ----------------------------------------------------------------------
+    def create_token(
+        self,
+        name: str,
+        roles: dict[str, str],
+        *,
+        expires_in: int | None = None,
+        expires_at: str | None = None,
+    ) -> ObjT:
+        """A new API token (``roles``: environment name, id or ``*`` -> role); its secret is in
+        the answer's ``token``, and only there."""
+        body = _drop_none({"name": name, "roles": roles, "expires_in": expires_in, "expires_at": expires_at})
+        return self._one(Request("POST", "/api/v1/tokens", json=body))
+
+    def tokens(self) -> ListT:
+        """Every token (never a secret)."""
+        return self._many(Request("GET", "/api/v1/tokens"))
+
+    def revoke_token(self, token_id: str) -> ObjT:
+        """Revoke a token for good."""
+        return self._one(Request("DELETE", f"/api/v1/tokens/{_seg(token_id)}"))
+
+    def audit(
+        self,
+        *,
+        actor: str | None = None,
+        action: str | None = None,
+        since: str | None = None,
+        environment: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> ListT:
+        """Who did what, when: newest first, with filters."""
+        params = _drop_none(
+            {
+                "actor": actor,
+                "action": action,
+                "since": since,
+                "environment": environment,
+                "limit": limit,
+                "offset": offset,
+            }
+        )
+        return self._many(Request("GET", "/api/v1/audit", params=params))
 
     def _env(self, name: str | None) -> str:
         """Routes that name the environment in the path need a name: given, this client's, or

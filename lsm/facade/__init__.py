@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsm.facade.auth import AuditFacade, Principal, TokensFacade
 from lsm.facade.catalog import CatalogFacade
 from lsm.facade.compiles import CompilesFacade
 from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
@@ -37,6 +38,8 @@ class Facades:
     events: EventsFacade
     deploy: DeployFacade
     discovery: DiscoveryFacade
+    tokens: TokensFacade
+    audit: AuditFacade
 
     @classmethod
     def over(
@@ -62,11 +65,14 @@ class Facades:
             events=EventsFacade(core),
             deploy=deploy,
             discovery=DiscoveryFacade(core),
+            tokens=TokensFacade(core),
+            audit=AuditFacade(core),
         )
 
 
 __all__ = [
     "LOCAL_ACTOR",
+    "AuditFacade",
     "CatalogFacade",
     "ChangeSignal",
     "CompilesFacade",
@@ -81,6 +87,8 @@ __all__ = [
     "Facades",
     "FeedItem",
     "InventoryFacade",
+    "Principal",
     "RequestContext",
+    "TokensFacade",
     "new_request_id",
 ]

@@ -3,19 +3,29 @@
 Why one value instead of an ``env`` argument: every facade method needs the environment, and
 every change must record who made it (``actor``) and the API request that caused it
 (``request_id``, echoed as ``X-Request-ID``) on its event lines and compile requests. Passing
-the three together keeps a later authentication layer to one place (the API dependency that
-builds this value) instead of a new parameter on every method.
+them together keeps authentication in one place (the API dependency that builds this value,
+``lsm.api.deps.request_context``) instead of a new parameter on every method.
+
+``roles`` are what the caller may do, per environment: keys are environment ids or names, or
+``*`` for every environment. Routes never look at them (the API's ``require`` declarations
+do); facades use them only to leave out what the caller may not see (the environment list,
+the audit trail).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from lsm.orchestration import Origin
+from lsm.schemas.auth import ALL_ENVIRONMENTS, Role
 
-#: the actor of requests while the API has no authentication (a later issue adds tokens)
+#: the actor of requests while authentication is off (in-process callers, the embedded default)
 LOCAL_ACTOR = "local"
+#: every right in every environment: in-process callers, and every caller while auth is off
+EVERYTHING: Mapping[str, Role] = MappingProxyType({ALL_ENVIRONMENTS: Role.ADMIN})
 
 
 def new_request_id() -> str:
@@ -36,6 +46,7 @@ class RequestContext:
     actor: str
     environment: str | None = None
     request_id: str = field(default_factory=new_request_id)
+    roles: Mapping[str, Role] = field(default_factory=lambda: EVERYTHING, hash=False, compare=False)
 
     @classmethod
     def local(cls, environment: str | None = None) -> RequestContext:
@@ -45,6 +56,20 @@ class RequestContext:
     def in_environment(self, environment: str | None) -> RequestContext:
         """The same caller and request, about another environment (routes naming it in the path)."""
         return replace(self, environment=environment)
+
+    def role_in(self, env_id: str, name: str | None = None) -> Role | None:
+        """The highest role the caller holds in the environment ``env_id`` (named ``name``)."""
+        held = [self.roles.get(key) for key in (env_id, name, ALL_ENVIRONMENTS) if key is not None]
+        found = [role for role in held if role is not None]
+        return max(found, key=lambda role: role.rank) if found else None
+
+    def role_everywhere(self) -> Role | None:
+        """The role the caller holds over every environment (``*``), if any."""
+        return self.roles.get(ALL_ENVIRONMENTS)
+
+    def sees(self, env_id: str, name: str | None = None) -> bool:
+        """Whether the caller may know that the environment exists."""
+        return self.role_in(env_id, name) is not None
 
     @property
     def origin(self) -> Origin:

@@ -7,6 +7,7 @@ from typing import Any
 from lsm.errors import InvalidInput, InvalidSetting
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.inventory import audit
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.views import environment_out
@@ -21,17 +22,37 @@ class EnvironmentsFacade:
         self.core = core
 
     def list_environments(self, ctx: RequestContext) -> list[EnvironmentOut]:
+        """The environments the caller may see (every one, for a caller with a ``*`` role)."""
         with self.core.db.read() as session:
-            rows = repo.list_environments(session)
+            rows = [r for r in repo.list_environments(session) if ctx.sees(r.id, r.name)]
         effective = self.core.environments.effective_settings
         return [environment_out(r, effective(r.settings).model_dump()) for r in rows]
 
+    @property
+    def default(self) -> str:
+        """The name of the default environment (requests that name none)."""
+        return self.core.environments.default
+
+    def identify(self, env: str | None) -> tuple[str, str] | None:
+        """``(id, name)`` of an environment (name or id; ``None`` = the default), or ``None``."""
+        with self.core.db.read() as session:
+            row = repo.find_environment(session, env or self.core.environments.default)
+        return (row.id, row.name) if row is not None else None
+
     def create_environment(self, ctx: RequestContext, name: str, model: str | None = None) -> EnvironmentOut:
-        """Create ``name`` (idempotent); a given model replaces the stored one."""
+        """Create ``name`` with a model the server offers (docs/api.md, models); idempotent for the
+        same model, a 409 for another one. A model that fails to load creates nothing."""
         if not name.strip():
             raise InvalidInput("an environment needs a name", field="name")
-        self.core.environments.ensure(name, model)
+        self.core.environments.create(name, model, actor=ctx.actor, request_id=ctx.request_id)
         return self.get_environment(ctx.in_environment(name))
+
+    def set_model(self, ctx: RequestContext, model: str) -> EnvironmentOut:
+        """Give the environment of ``ctx`` another model the server offers; one that fails to load
+        changes nothing."""
+        env = ctx.environment or self.core.environments.default
+        row = self.core.environments.change_model(env, model, actor=ctx.actor, request_id=ctx.request_id)
+        return self.get_environment(ctx.in_environment(row.id))
 
     def get_environment(self, ctx: RequestContext) -> EnvironmentOut:
         """The environment of ``ctx`` (the default one when it names none)."""
@@ -53,8 +74,19 @@ class EnvironmentsFacade:
             validate_spec(self.core.db, env.env_id, env.catalog, typed, model=env.model, error=InvalidSetting)
         with self.core.db.write() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
+            previous = row.settings.get(key)
             row.settings = {**row.settings, key: typed}
             session.add(row)
             env_id = row.id
+            audit.record(
+                session,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+                action="setting.set",
+                target=key,
+                env_id=env_id,
+                value=typed,
+                previous=previous,
+            )
         self.core.environments.invalidate(env_id)
         return self.get_settings(ctx.in_environment(env_id))

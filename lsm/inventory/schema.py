@@ -28,6 +28,7 @@ from sqlmodel import SQLModel
 
 from lsm.errors import ConfigurationError
 from lsm.inventory import (  # noqa: F401  (registers the tables)
+    auth_tables,
     deploy_tables,
     desired_state_tables,
     discovery_tables,

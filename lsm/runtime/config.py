@@ -9,10 +9,17 @@ options. Example ``lsm.toml``::
 
     [settings]              # defaults for every environment's settings
     selector = "relation_closure"
+
+    [models]                # models environments may be created with, by name (API, CLI)
+    routers = "examples/router_port"
+
+    [auth]                  # off by default; see lsm.schemas.auth.AuthConfig
+    enabled = true
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from pathlib import Path
@@ -22,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
+from lsm.model.policy import ModelChoices, model_name
+from lsm.schemas.auth import AuthConfig
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",
@@ -30,6 +39,8 @@ ENV_VARS = {
     "host": "LSM_HOST",
     "port": "LSM_PORT",
 }
+#: ``LSM_AUTH=1`` turns authentication on (as ``[auth] enabled = true``)
+AUTH_ENV_VAR = "LSM_AUTH"
 
 
 class ServerConfig(BaseModel):
@@ -52,6 +63,48 @@ class ServerConfig(BaseModel):
     lease_ttl: float = Field(30.0, ge=1, le=3600)
     #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
     role: str = "lsm-server"
+    #: models environments may be given by name (``model`` is offered too, under its file name)
+    models: dict[str, str] = Field(default_factory=dict)
+    #: directories under which an admin may name a model by path
+    model_dirs: list[str] = Field(default_factory=list)
+    #: authentication (tokens, JWTs): off by default
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    #: listen on a non-loopback address without authentication (``lsm server --insecure``)
+    insecure: bool = False
+
+    def model_choices(self) -> ModelChoices:
+        """What the API may give an environment: the named models, the server's, the model dirs."""
+        named = dict(self.models)
+        if self.model is not None and self.model not in named.values():
+            named.setdefault(model_name(self.model), self.model)
+        return ModelChoices(named, self.model_dirs)
+
+    def default_model(self) -> str | None:
+        """The default environment's model: ``model``, or the named model it names."""
+        return self.models.get(self.model, self.model) if self.model is not None else None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``): reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_listen(config: ServerConfig) -> None:
+    """Refuse to serve a non-loopback address without authentication, unless ``insecure``."""
+    if is_loopback(config.host) or config.auth.enabled or config.insecure:
+        return
+    raise ConfigurationError(
+        f"refusing to listen on {config.host} without authentication: anyone who can reach it could "
+        "order, change and delete services and run compiles. Turn authentication on ([auth] enabled "
+        "= true, or lsm server --auth) after creating an admin token (lsm token create --admin), or "
+        "pass --insecure if this network is trusted.",
+        host=config.host,
+    )
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> ServerConfig:
@@ -71,9 +124,23 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> ServerConfi
     for key, var in ENV_VARS.items():
         if os.environ.get(var):
             data[key] = os.environ[var]
+    if os.environ.get(AUTH_ENV_VAR, "").lower() in ("1", "true", "yes", "on"):
+        data["auth"] = {**data.get("auth", {}), "enabled": True}
+    auth_override = overrides.pop("auth_enabled", None)
     data.update({k: v for k, v in overrides.items() if v is not None})
+    if auth_override:
+        data["auth"] = {**data.get("auth", {}), "enabled": True}
     if isinstance(data.get("model"), str) and (base / data["model"]).exists():
         data["model"] = str((base / data["model"]).resolve())
+    if isinstance(data.get("models"), dict):
+        data["models"] = {
+            name: str((base / spec).resolve()) if isinstance(spec, str) and (base / spec).exists() else spec
+            for name, spec in data["models"].items()
+        }
+    if isinstance(data.get("model_dirs"), list):
+        data["model_dirs"] = [
+            str((base / d).resolve()) if isinstance(d, str) else d for d in data["model_dirs"]
+        ]
     try:
         return ServerConfig.model_validate(data)
     except ValidationError as exc:

@@ -5,6 +5,10 @@ on every request; the context (catalog, lifecycle machines, settings) is built o
 rebuilt only when the environment's settings or model change, or when the model's source files
 are edited (the model is then imported afresh: a long-running worker picks up a fixed model
 without a restart).
+
+A model is loaded and checked BEFORE the environment row is written (``ensure``, ``create``):
+a model that fails to load leaves the environment as it was. Models named through the API go
+through ``ModelChoices`` first (``lsm.model.policy``): nothing else is ever imported.
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ import logging
 import threading
 import time
 
-from lsm.errors import ConfigurationError
+from lsm.errors import ConfigurationError, Conflict
+from lsm.inventory import audit
 from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
 from lsm.inventory.settings import EnvironmentSettings, parse_settings, validate_setting
 from lsm.inventory.tables import EntityRow, EnvironmentRow, utcnow
 from lsm.lifecycle import LifecycleRegistry
 from lsm.model.loader import Model, load_model, load_model_files, source_changed
+from lsm.model.policy import ModelChoices
 from lsm.orchestration import EnvironmentContext
 
 EMPTY_MODEL = Model(bindings=[], source="")
@@ -35,8 +41,11 @@ class Environments:
         lifecycles: LifecycleRegistry,
         default: str,
         setting_defaults: dict[str, object] | None = None,
+        models: ModelChoices | None = None,
     ) -> None:
-        """``setting_defaults`` (``[settings]`` of lsm.toml) apply where an environment set nothing."""
+        """``setting_defaults`` (``[settings]`` of lsm.toml) apply where an environment set nothing;
+        ``models``: what ``create`` may give an environment (none but the empty model by default)."""
+        self.models = models if models is not None else ModelChoices({})
         self.setting_defaults = {k: validate_setting(k, v) for k, v in (setting_defaults or {}).items()}
         self.db = db
         self.lifecycles = lifecycles
@@ -49,7 +58,13 @@ class Environments:
         self._lock = threading.Lock()
 
     def ensure(self, name: str, model: str | None) -> EnvironmentRow:
-        """Create the environment if missing (idempotent); a given model replaces the stored one."""
+        """Create the environment if missing (idempotent); a given model replaces the stored one.
+
+        The operator's door (``lsm server --model``): the model is trusted, but loaded first, so
+        that one that fails leaves the environment as it was.
+        """
+        if model is not None:
+            self._checked_model(model)
         with self.db.write() as session:
             row = repo.find_environment(session, name)
             if row is None:
@@ -62,6 +77,90 @@ class Environments:
         self.invalidate(row.id)
         self.context(row.id)  # load the model now: a broken model fails at start, not later
         return row
+
+    def create(
+        self, name: str, choice: str | None, *, actor: str | None = None, request_id: str | None = None
+    ) -> EnvironmentRow:
+        """Create ``name`` with the model ``choice`` (the API's door; see ``ModelChoices``).
+
+        Idempotent for the same model; an existing environment with another model is a 409.
+        The model is resolved (nothing imported unless allowed), then loaded, then the row is
+        written with its audit line: a model that fails leaves nothing behind.
+        """
+        spec = self.models.resolve(choice) if choice is not None else None
+        with self.db.read() as session:
+            existing = repo.find_environment(session, name)
+        if existing is not None:
+            if choice is not None and existing.model != spec:
+                raise Conflict(
+                    f"environment {name!r} exists with another model", environment=name, field="model"
+                )
+            return existing
+        if spec is not None:
+            self._checked_model(spec)
+        with self.db.write() as session:
+            if repo.find_environment(session, name) is not None:  # created meanwhile
+                raise Conflict(f"environment {name!r} was created meanwhile", environment=name)
+            row = EnvironmentRow(name=name, model=spec, settings={})
+            session.add(row)
+            session.flush()
+            audit.record(
+                session,
+                actor=actor,
+                request_id=request_id,
+                action="environment.create",
+                target=name,
+                env_id=row.id,
+                model=spec,
+            )
+        self.context(row.id)
+        return row
+
+    def change_model(
+        self, env: str, choice: str, *, actor: str | None = None, request_id: str | None = None
+    ) -> EnvironmentRow:
+        """Give the environment ``env`` another model (an admin's ``PUT .../model``): resolved
+        (nothing imported unless allowed), loaded and checked, and only then stored."""
+        spec = self.models.resolve(choice)
+        with self.db.read() as session:
+            repo.get_environment(session, env)
+        self._checked_model(spec)
+        with self.db.write() as session:
+            row = repo.get_environment(session, env)
+            previous = row.model
+            row.model = spec
+            session.add(row)
+            audit.record(
+                session,
+                actor=actor,
+                request_id=request_id,
+                action="environment.model",
+                target=row.name,
+                env_id=row.id,
+                model=spec,
+                previous=previous,
+            )
+            session.flush()
+        self.invalidate(row.id)
+        self.context(row.id)
+        return row
+
+    def _checked_model(self, spec: str) -> Model:
+        """Load ``spec`` and check it against the lifecycles, writing nothing."""
+        model = load_model(spec)
+        self._check_bindings(model)
+        model.catalog  # noqa: B018  (build and check the catalog now)
+        return model
+
+    def _check_bindings(self, model: Model) -> None:
+        for binding in model.bindings:
+            if binding.lifecycle not in self.lifecycles:
+                raise ConfigurationError(
+                    f"entity {binding.name!r} uses unknown lifecycle {binding.lifecycle!r}; "
+                    f"known: {', '.join(self.lifecycles.names())}",
+                    entity=binding.name,
+                    lifecycle=binding.lifecycle,
+                )
 
     def context(self, env: str | None) -> EnvironmentContext:
         """The context of an environment (name or id; ``None`` = default), cached.
@@ -102,14 +201,7 @@ class Environments:
                     self._stamp[row.id] = (row.model, dict(row.settings))
                     self._contexts[row.name] = previous
                     return previous
-                for binding in model.bindings:
-                    if binding.lifecycle not in self.lifecycles:
-                        raise ConfigurationError(
-                            f"entity {binding.name!r} uses unknown lifecycle {binding.lifecycle!r}; "
-                            f"known: {', '.join(self.lifecycles.names())}",
-                            entity=binding.name,
-                            lifecycle=binding.lifecycle,
-                        )
+                self._check_bindings(model)
                 model.catalog  # noqa: B018  (build and check the catalog now)
                 ctx = EnvironmentContext(
                     env_id=row.id,

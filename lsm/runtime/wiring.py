@@ -169,7 +169,9 @@ def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, 
     """The engine's parts over ``config.database_url`` (or ``db``), and the environments' cache."""
     database = db if db is not None else Database(config.database_url)
     lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
-    environments = Environments(database, lifecycles, config.environment, config.settings)
+    environments = Environments(
+        database, lifecycles, config.environment, config.settings, models=config.model_choices()
+    )
     orchestrator = Orchestrator(database)
     changes = ChangeSignal()
     orchestrator.watchers.append(changes.notify)
@@ -227,7 +229,7 @@ class _Runtime:
     def _start(self, *, processing: bool) -> None:
         """Create or migrate the schema, the default environment (its model loads now), then run."""
         self.db.create_schema()
-        self.environments.ensure(self.config.environment, self.config.model)
+        self.environments.ensure(self.config.environment, self.config.default_model())
         if processing:
             self.orchestrator.listeners.append(self.processing.wake)
             self.processing.start()
@@ -259,7 +261,7 @@ class ApiRuntime(_Runtime):
     ) -> None:
         super().__init__(config, core, environments, processing, owns_db=owns_db)
         self.facades = Facades.over(core)
-        self.app: FastAPI = create_app(self.facades, is_ready=lambda: self.ready)
+        self.app: FastAPI = create_app(self.facades, is_ready=lambda: self.ready, auth=config.auth)
 
     def start(self) -> None:
         """Ready to serve; the embedded compile processing runs when ``config.embedded_worker``."""

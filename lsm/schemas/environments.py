@@ -28,7 +28,21 @@ class CreateEnvironment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
-    model: str | None = Field(None, description="Model path or module; the server's model when absent.")
+    model: str | None = Field(
+        None,
+        description="A model the server offers: its name, or a path under the server's model_dirs; "
+        "none (an empty catalog) when absent.",
+    )
+
+
+class ModelChoice(BaseModel):
+    """``PUT /api/v1/environments/{env}/model``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(
+        min_length=1, description="A model the server offers (name, or path under model_dirs)."
+    )
 
 
 class SettingValue(BaseModel):

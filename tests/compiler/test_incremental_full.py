@@ -211,8 +211,8 @@ def test_a_model_change_forces_a_complete_compile(
     full(engine)
     assert "complete" not in full(engine)
 
-    engine.facades.environments.create_environment(
-        RequestContext.local(), env, str(edited)
+    engine.facades.environments.set_model(
+        RequestContext.local(env), str(edited)
     )  # the environment now runs the edited model
     report = full(engine)
     assert report["complete"].startswith("the model, its lifecycles, the selector or the engine changed")
@@ -231,7 +231,7 @@ def test_a_partial_compile_with_another_model_makes_the_next_full_complete(
     env = engine.context(None).name
     a, _b = seed_boxes(engine, "a", "b")
     full(engine)
-    engine.facades.environments.create_environment(RequestContext.local(), env, str(edited))
+    engine.facades.environments.set_model(RequestContext.local(env), str(edited))
     engine.facades.compiles.request_compile(RequestContext.local(), kind="partial", instance_ids=[a])
     engine.processing.drain()
     env_id = engine.context(None).env_id

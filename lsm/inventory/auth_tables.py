@@ -1,0 +1,58 @@
+"""Tables of authentication and the audit trail: API tokens and audit lines.
+
+Why these shapes:
+
+* ``lsm_token``: one row per API token, found by ``token_hash`` (a unique index: the lookup
+  that authenticates every request is one keyed read). The secret itself is never stored,
+  only its SHA-256 (``lsm.inventory.tokens`` says why that hash). ``roles`` maps an
+  environment id (or ``*``) to a role. A revoked token keeps its row (``revoked_at``) so that
+  the audit trail can still name it.
+* ``lsm_audit``: who changed what outside the instance event log and the compile queue
+  (environments, settings, tokens), with the actor and the request id; ``GET /api/v1/audit``
+  lists it together with those two (``lsm.inventory.audit``). Indexed for its filters: by
+  time, by actor, by environment.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Column, Index
+from sqlmodel import Field, SQLModel
+
+from lsm.inventory.database import JsonType
+from lsm.inventory.tables import new_id, utcnow
+
+
+class TokenRow(SQLModel, table=True):
+    """An API token: its hash, name, roles per environment, expiry and revocation."""
+
+    __tablename__ = "lsm_token"
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    name: str = Field(max_length=200)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    roles: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    revoked_at: datetime | None = None
+    created_by: str | None = Field(default=None, max_length=200)
+
+
+class AuditRow(SQLModel, table=True):
+    """One audited change: an environment created, a setting set, a token created or revoked."""
+
+    __tablename__ = "lsm_audit"
+    __table_args__ = (
+        Index("ix_lsm_audit_time", "created_at"),
+        Index("ix_lsm_audit_actor", "actor", "created_at"),
+        Index("ix_lsm_audit_env", "env_id", "created_at"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow)
+    actor: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(default=None, max_length=100)
+    action: str = Field(max_length=50)
+    target: str | None = Field(default=None, max_length=200)
+    env_id: str | None = Field(default=None, max_length=36)
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
