@@ -162,7 +162,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/api/v1/environments/{env}/model"): lambda n: {"model": str(MODEL)},
     ("PUT", "/api/v1/environments/{env}/settings/{key}"): lambda n: {"value": 1.0},
     ("POST", "/api/v1/deploy"): lambda n: {"dry_run": True},
-    ("POST", "/lsm/v1/service_inventory/{entity}/adopt"): lambda n: {"discovered_ids": ["std::File[h,path=/x]"]},
+    ("POST", "/lsm/v1/service_inventory/{entity}/adopt"): lambda n: {
+        "discovered_ids": ["std::File[h,path=/x]"]
+    },
     ("POST", "/api/v1/tokens"): lambda n: {"name": f"made-{n}", "roles": {"default": "viewer"}},
 }
 QUERIES: dict[tuple[str, str], dict[str, Any]] = {
