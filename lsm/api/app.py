@@ -4,6 +4,10 @@ The app does not start or stop anything: whoever built the facades owns the runt
 (``lsm.runtime.wiring``), so that one runtime can be served over a real socket and in-process
 at the same time, and tests control its lifetime. ``is_ready`` answers ``/health`` (and the 503
 of every route while the runtime is not started).
+
+Input rules that hold for every route are installed here, once: the body size limit
+(``lsm.api.limits``), strings no store can hold (``lsm.api.screening``, an app-wide
+dependency) and the offline ``/docs`` (``lsm.api.docs``).
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from lsm.api import catalog, compiles, desired_state, environments, events, health, inventory
 from lsm.api.deps import RequestIdMiddleware
+from lsm.api.docs import install_docs
 from lsm.api.errors import install_error_handlers
+from lsm.api.limits import BodyLimitMiddleware
+from lsm.api.screening import screen_request
 from lsm.facade import Facades
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
 
 ROUTERS = (
     health.router,
@@ -29,15 +37,28 @@ ROUTERS = (
 )
 
 
-def create_app(facades: Facades, *, is_ready: Callable[[], bool] = lambda: True) -> FastAPI:
-    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``."""
+def create_app(
+    facades: Facades,
+    *,
+    is_ready: Callable[[], bool] = lambda: True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> FastAPI:
+    """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``.
+
+    ``max_body_bytes``: the largest request body accepted (413 above it).
+    """
     app = FastAPI(
         title="lsm-engine",
         version=_version(),
         description="Service lifecycle engine: catalog, inventory, compiles, desired state.",
+        docs_url=None,
+        redoc_url=None,
+        dependencies=[Depends(screen_request)],
     )
     app.state.facades = facades
     app.state.is_ready = is_ready
+    install_docs(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
     for router in ROUTERS:

@@ -10,13 +10,15 @@ from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import Id, Offset
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.errors import InvalidInput
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
-router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"])
+router = APIRouter(prefix="/api/v1/compiles", tags=["compiles"], responses=errors(*READ))
 
 
-@router.post("", response_model=None)
+@router.post("", response_model=None, responses=errors(*CHANGE))
 async def request_compile(
     body: CompileRequest, facades: FacadesDep, ctx: ContextDep
 ) -> CompileOut | dict[str, Any]:
@@ -60,7 +62,7 @@ def list_compiles(
     facades: FacadesDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
     return facades.compiles.list_compiles(ctx, limit=limit, offset=offset)
@@ -73,6 +75,6 @@ def list_selectors(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]
 
 
 @router.get("/{compile_id}")
-def get_compile(compile_id: str, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
+def get_compile(compile_id: Id, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """One compile report."""
     return facades.compiles.get_compile(ctx, compile_id)

@@ -8,9 +8,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import EnvironmentRef, Name
+from lsm.api.responses import BODY, CHANGE, READ, errors
 from lsm.schemas.environments import CreateEnvironment, EnvironmentOut, SettingOut, SettingValue
 
-router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
+router = APIRouter(prefix="/api/v1/environments", tags=["environments"], responses=errors(*READ))
 
 
 @router.get("")
@@ -18,25 +20,25 @@ def list_environments(facades: FacadesDep, ctx: ContextDep) -> list[EnvironmentO
     return facades.environments.list_environments(ctx)
 
 
-@router.post("")
+@router.post("", responses=errors(*CHANGE))
 def create_environment(body: CreateEnvironment, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.create_environment(ctx, body.name, body.model)
 
 
 @router.get("/{env}")
-def get_environment(env: str, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+def get_environment(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.get_environment(ctx.in_environment(env))
 
 
 @router.get("/{env}/settings")
-def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
+def get_settings(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
     """Every setting with its current value (defaults filled in)."""
     return facades.environments.get_settings(ctx.in_environment(env))
 
 
-@router.put("/{env}/settings/{key}")
+@router.put("/{env}/settings/{key}", responses=errors(*BODY))
 def set_setting(
-    env: str, key: str, body: SettingValue, facades: FacadesDep, ctx: ContextDep
+    env: EnvironmentRef, key: Name, body: SettingValue, facades: FacadesDep, ctx: ContextDep
 ) -> dict[str, SettingOut]:
     """Set one setting; unknown keys and ill-typed values are 422."""
     return facades.environments.set_setting(ctx.in_environment(env), key, body.value)

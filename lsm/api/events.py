@@ -20,9 +20,10 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import READ, errors
 from lsm.facade import Cursor, EventsFacade
 
-router = APIRouter(tags=["events"])
+router = APIRouter(tags=["events"], responses=errors(*READ))
 
 #: seconds between two looks at the database when nothing was heard in this process
 POLL_INTERVAL = 0.5

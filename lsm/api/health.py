@@ -9,9 +9,10 @@ from fastapi.responses import JSONResponse
 
 from lsm.api.deps import ContextDep, is_ready
 from lsm.api.errors import error_response
+from lsm.api.responses import errors
 from lsm.schemas.health import HealthOut
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], responses=errors(422, 503))
 
 
 @router.get("/health", response_model=None)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",
@@ -29,6 +30,7 @@ ENV_VARS = {
     "environment": "LSM_ENVIRONMENT",
     "host": "LSM_HOST",
     "port": "LSM_PORT",
+    "max_body_bytes": "LSM_MAX_BODY_BYTES",
 }
 
 
@@ -50,6 +52,8 @@ class ServerConfig(BaseModel):
     poll_interval: float = Field(1.0, gt=0, le=60)
     #: seconds a claimed compile's lease lasts unrenewed: how soon a dead worker's work is taken over
     lease_ttl: float = Field(30.0, ge=1, le=3600)
+    #: the largest request body the API accepts, in bytes (413 above it)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1024**3)
     #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
     role: str = "lsm-server"
 
