@@ -59,6 +59,27 @@ def printable_errors(errors: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{k: v.encode("utf-8", "backslashreplace").decode("utf-8") for k, v in e.items()} for e in errors]
 
 
+def without_tracebacks(value: Any) -> Any:
+    """A copy of JSON-like ``value`` without traceback keys (anything else unchanged)."""
+    if isinstance(value, dict):
+        return {k: without_tracebacks(v) for k, v in value.items() if k not in TRACEBACK_KEYS}
+    if isinstance(value, list | tuple):
+        return [without_tracebacks(v) for v in value]
+    return value
+
+
+def redact_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A compile report as any caller may see it: no tracebacks, no server path in its error.
+
+    Only the error is scanned for paths: the rest (selected instances, resource ids) is the
+    caller's own data, where a ``/`` means what the caller meant.
+    """
+    out = without_tracebacks(report)
+    if "error" in out:
+        out["error"] = redact(out["error"])
+    return dict(out)
+
+
 def redact(value: Any) -> Any:
     """A copy of JSON-like ``value`` without traceback keys and with paths shortened."""
     if isinstance(value, str):

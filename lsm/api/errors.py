@@ -93,13 +93,24 @@ def _http_exception(request: Request, exc: Exception) -> Response:
     return response
 
 
+#: the methods a route of this API may serve
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route of the app serves on the request's path (HEAD with GET, OPTIONS)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match is not Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
+    """Every method some route of the app serves on the request's path (and OPTIONS).
+
+    Asked of the router itself, one method at a time, so that routes of included routers
+    (which do not expose their methods) count too.
+    """
+    methods = {
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in request.app.router.routes
+        )
+    }
     if methods:
         methods.add("OPTIONS")
     return sorted(methods)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import StringConstraints
 
+from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.params import EntityName, InstanceRef, Offset
+from lsm.api.params import CurrentVersion, EntityName, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -107,7 +108,11 @@ def set_state(
 
 @router.delete("/{entity}/{ref}", responses=errors(*READ, 400, 409))
 def delete_instance(
-    entity: EntityName, ref: InstanceRef, current_version: int, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName,
+    ref: InstanceRef,
+    current_version: CurrentVersion,
+    facades: FacadesDep,
+    ctx: ContextDep,
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
     return facades.inventory.delete_instance(ctx, entity, ref, current_version=current_version)
@@ -130,6 +135,15 @@ def instance_resources(
 
 
 @router.get("/{entity}/{ref}/diagnose")
-def diagnose(entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx: ContextDep) -> DiagnosisOut:
+def diagnose(
+    entity: EntityName, ref: InstanceRef, request: Request, facades: FacadesDep, ctx: ContextDep
+) -> DiagnosisOut:
     """Why the instance is where it is: failing validation, failed resources, pending compile."""
-    return facades.inventory.diagnose(ctx, entity, ref)
+    out = facades.inventory.diagnose(ctx, entity, ref)
+    validation, pending = out.validation_compile, out.pending_compile
+    return out.model_copy(
+        update={
+            "validation_compile": None if validation is None else shown(request, validation),
+            "pending_compile": None if pending is None else shown(request, pending),
+        }
+    )
