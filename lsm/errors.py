@@ -17,7 +17,8 @@ status it maps to and a short ``kind`` used in the API error body
     │   └── IdentityConflict         identity attribute value already taken
     ├── InvalidInput (422 invalid_input)
     │   ├── InvalidAttributes        names each offending attribute path and why
-    │   └── InvalidSetting           unknown setting key or ill-typed value
+    │   ├── InvalidSetting           unknown setting key or ill-typed value
+    │   └── IdempotencyKeyReused     an Idempotency-Key sent again with another request
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
@@ -122,6 +123,12 @@ class InvalidAttributes(InvalidInput):
 
 class InvalidSetting(InvalidInput):
     kind = "invalid_setting"
+
+
+class IdempotencyKeyReused(InvalidInput):
+    """The ``Idempotency-Key`` of this create was used for another request (another body)."""
+
+    kind = "idempotency_key_reused"
 
 
 class RuleViolation(LsmError):

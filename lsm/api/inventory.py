@@ -14,7 +14,7 @@ from pydantic import StringConstraints
 
 from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.params import CurrentVersion, EntityName, InstanceRef, Offset
+from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -35,11 +35,23 @@ _REF = "an instance id, or <identity_attr>=<value>"
 
 @router.post("/{entity}", responses=errors(*CHANGE))
 def create_instance(
-    entity: EntityName, body: CreateInstance, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName,
+    body: CreateInstance,
+    facades: FacadesDep,
+    ctx: ContextDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> InstanceOut:
-    """Order a new instance; it starts at version 1 in the lifecycle's initial state."""
+    """Order a new instance; it starts at version 1 in the lifecycle's initial state.
+
+    Idempotent with an ``Idempotency-Key`` (or a chosen ``service_instance_id``): a retry answers
+    the first answer."""
     return facades.inventory.create_instance(
-        ctx, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
+        ctx,
+        entity,
+        body.attributes,
+        instance_id=body.service_instance_id,
+        initial_state=body.initial_state,
+        idempotency_key=idempotency_key,
     )
 
 

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Path, Query
+from fastapi import Header, Path, Query
 
-from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT, MAX_NAME_LENGTH, MAX_REF_LENGTH
+from lsm.schemas.limits import (
+    MAX_ID_LENGTH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_INT,
+    MAX_NAME_LENGTH,
+    MAX_REF_LENGTH,
+)
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 EntityName = Annotated[
     str, Path(min_length=1, max_length=MAX_NAME_LENGTH, description="A service entity's API name.")
@@ -30,5 +38,16 @@ Version = Annotated[int, Path(ge=0, le=MAX_INT, description="A desired-state ver
 Offset = Annotated[int, Query(ge=0, le=MAX_INT, description="How many items to skip.")]
 CurrentVersion = Annotated[
     int, Query(ge=0, le=MAX_INT, description="The version the change is based on; 409 if it is not current.")
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_HEADER,
+        min_length=1,
+        max_length=MAX_IDEMPOTENCY_KEY_LENGTH,
+        description="Your key for this create (a fresh UUID per create): a retry with the same key and "
+        "body answers the first answer instead of creating twice; the same key with another body is 422. "
+        "Kept for a day, per environment.",
+    ),
 ]
 QueryName = Annotated[str, Query(min_length=1, max_length=MAX_NAME_LENGTH)]

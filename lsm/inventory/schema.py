@@ -27,7 +27,7 @@ from sqlalchemy import Connection, inspect, text
 from sqlmodel import SQLModel
 
 from lsm.errors import ConfigurationError
-from lsm.inventory import deploy_tables, desired_state_tables, tables  # noqa: F401  (registers the tables)
+from lsm.inventory import deploy_tables, desired_state_tables, idempotency, tables  # noqa: F401  (registers the tables)
 
 #: the revision a database made by release 0.1.0 is at
 BASELINE = "0001"
