@@ -21,15 +21,11 @@ LIFECYCLES = HERE / "box_lifecycles"
 
 
 def box_engine(db: Database, **config: Any) -> ApiRuntime:
-    """A started engine whose compiles run only when the test drains the queue."""
+    """A started engine; its compiles run only when the test drains the queue, unless
+    ``embedded_worker=True`` is among the ``config`` fields."""
+    config = {"embedded_worker": False, **config}
     engine = build_api(
-        ServerConfig(
-            database_url=db.url,
-            model=str(BOX_MODEL),
-            lifecycle_dirs=[str(LIFECYCLES)],
-            embedded_worker=False,
-            **config,
-        ),
+        ServerConfig(database_url=db.url, model=str(BOX_MODEL), lifecycle_dirs=[str(LIFECYCLES)], **config),
         db=db,
     )
     engine.start()
