@@ -23,7 +23,8 @@ DEBUG_HEADER = "X-LSM-Debug"
 TRACEBACK_KEYS = frozenset({"traceback"})
 
 #: an absolute POSIX path of at least two parts (a URL's path is only matched after a scheme)
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.@+~-]+/)+[\w.@+~-]+")
+#: (not after ``=``: ``path=/etc/motd`` in a resource id is the caller's data, not the server's)
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~=-])/(?:[\w.@+~-]+/)+[\w.@+~-]+")
 
 
 def asked_for_details(request: HTTPConnection) -> bool:

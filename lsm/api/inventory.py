@@ -14,6 +14,7 @@ from pydantic import StringConstraints
 
 from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.disclosure import redact_text, shows_details
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.bulk import BulkRequest, BulkResult
@@ -132,10 +133,10 @@ def delete_instance(
 
 @router.get("/{entity}/{ref}/log")
 def instance_log(
-    entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName, ref: InstanceRef, request: Request, facades: FacadesDep, ctx: ContextDep
 ) -> list[EventOut]:
     """The instance's event log, oldest first."""
-    return facades.inventory.instance_log(ctx, entity, ref)
+    return [shown_event(request, e) for e in facades.inventory.instance_log(ctx, entity, ref)]
 
 
 @router.get("/{entity}/{ref}/resources")
@@ -155,7 +156,15 @@ def diagnose(
     validation, pending = out.validation_compile, out.pending_compile
     return out.model_copy(
         update={
+            "last_error": None if out.last_error is None else shown_event(request, out.last_error),
             "validation_compile": None if validation is None else shown(request, validation),
             "pending_compile": None if pending is None else shown(request, pending),
         }
     )
+
+
+def shown_event(request: Request, event: EventOut) -> EventOut:
+    """An event line as this caller may see it: a failure's message names no server path."""
+    if shows_details(request) or not event.is_error:
+        return event
+    return event.model_copy(update={"message": redact_text(event.message)})
