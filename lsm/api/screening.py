@@ -4,7 +4,9 @@ Why: a lone surrogate (``"\\ud800"``, valid as a JSON escape) is not encodable a
 SQLite it used to be stored as JSON text and then break every answer that contained it (every
 list of the entity, for good); on PostgreSQL a NUL byte is refused by ``text`` and ``jsonb``
 alike and became a 500. Both are refused here, for every string of the request (body, at any
-depth and in keys; path parameters; query parameters), with a 422 that names the field.
+depth and in keys; path parameters; query parameters), with a 422 that names the field. So are
+``NaN`` and ``Infinity``, which Python's JSON parser accepts but no JSON answer can carry and
+PostgreSQL's ``jsonb`` refuses.
 
 ``screen_request`` is an application-wide dependency (``create_app``): FastAPI has already
 parsed the JSON body (``request.json()`` is cached), so the body is walked once, without
@@ -13,6 +15,7 @@ recursion, whatever its depth.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import Request
@@ -54,6 +57,8 @@ def body_problems(body: Any) -> list[dict[str, str]]:
                 if reason is not None:
                     problems.append({"path": where, "in": "body", "reason": f"the key {reason}"})
                 stack.append((where, item))
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append({"path": path or "<body>", "in": "body", "reason": "not a finite number"})
         elif isinstance(value, list):
             stack.extend((f"{path}.{i}" if path else str(i), item) for i, item in enumerate(value))
     problems.sort(key=lambda p: p["path"])

@@ -284,6 +284,16 @@ def test_docs_load_offline_from_the_package(served: tuple[Any, httpx.Client]) ->
     assert "/docs" not in http.get("/openapi.json").json()["paths"]
 
 
+def test_nan_and_infinity_are_422(served: tuple[Any, httpx.Client]) -> None:
+    engine, http = served
+    before = all_instances(engine)
+    assert_names(
+        http.post(BOX, **raw_json('{"attributes": {"name": "n", "size": NaN}}')), "attributes.size", "body"
+    )
+    assert_names(http.post("/api/v1/compiles", **raw_json('{"timeout": Infinity}')), "timeout", "body")
+    assert all_instances(engine) == before
+
+
 def test_the_body_screen_walks_deep_bodies_and_keys() -> None:
     deep: Any = "\x00"
     for _ in range(5000):
