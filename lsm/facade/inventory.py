@@ -89,12 +89,14 @@ class InventoryFacade:
             out = self._execute(
                 ctx, Create(entity, attributes, instance_id=chosen, initial_state=initial_state)
             )
-        except (Conflict, IntegrityError):
+        except (Conflict, IntegrityError) as exc:
             if idempotency_key is None:
                 raise  # a chosen id used before by another request: the 409 it always was
-            try:
+            try:  # the id is taken: by the first attempt of this very request?
                 out = self.get_instance(ctx, entity, chosen)
             except UnknownInstance:
+                if isinstance(exc, Conflict):
+                    raise exc from None  # another conflict (an identity value taken ...)
                 raise Conflict(
                     "a create with this Idempotency-Key is in progress; retry", instance=chosen
                 ) from None

@@ -179,3 +179,11 @@ def test_the_client_keeps_its_key_across_retries_and_gets_one_instance(
         RequestContext.local(), "box", {"name": "a"}, idempotency_key=transport.keys[0]
     )
     assert again.id == made["id"]
+
+
+def test_a_new_key_does_not_hide_an_identity_conflict(served: tuple[ApiRuntime, httpx.Client]) -> None:
+    engine, http = served
+    assert create(http, {"attributes": {"name": "a"}}, uuid.uuid4().hex).status_code == 200
+    clash = create(http, {"attributes": {"name": "a"}}, uuid.uuid4().hex)
+    assert clash.status_code == 409 and clash.json()["error"] == "identity_conflict", clash.text
+    assert len(all_instances(engine)) == 1
