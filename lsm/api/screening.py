@@ -10,17 +10,36 @@ PostgreSQL's ``jsonb`` refuses.
 
 ``screen_request`` is an application-wide dependency (``create_app``): FastAPI has already
 parsed the JSON body (``request.json()`` is cached), so the body is walked once, without
-recursion, whatever its depth.
+recursion, whatever its depth, and only when its raw text could hold such a value at all
+(JSON can only spell a NUL or a surrogate as a ``\\u`` escape, and NaN/Infinity by name): most
+bodies are let through after one scan of their bytes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from fastapi import Request
 
 from lsm.errors import InvalidInput
+
+#: what a JSON text must contain to hold a NUL, a surrogate or a non-finite number (or more)
+_SUSPECT = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity")
+
+
+def may_hold_problems(raw: bytes) -> bool:
+    """Whether a JSON body could hold a bad value: only a UTF-8 text without NUL bytes and
+    without a suspect escape or name is surely clean (Python's parser also reads UTF-16 and
+    UTF-32, and lets surrogates encoded as bytes through)."""
+    if b"\x00" in raw:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return _SUSPECT.search(raw) is not None
 
 
 def string_problem(value: str) -> str | None:
@@ -77,7 +96,8 @@ async def screen_request(request: Request) -> None:
         for name, value in request.query_params.multi_items()
         if (reason := string_problem(name) or string_problem(value)) is not None
     ]
-    if await request.body():
+    raw = await request.body()
+    if raw and may_hold_problems(raw):
         try:
             body = await request.json()  # parsed by FastAPI already: cached on the request
         except ValueError:

@@ -284,6 +284,22 @@ def test_docs_load_offline_from_the_package(served: tuple[Any, httpx.Client]) ->
     assert "/docs" not in http.get("/openapi.json").json()["paths"]
 
 
+def test_surrogates_spelled_as_bytes_or_in_utf16_are_422(served: tuple[Any, httpx.Client]) -> None:
+    engine, http = served
+    before = all_instances(engine)
+    as_bytes = b'{"attributes": {"name": "b", "text": "\xed\xa0\x80"}}'
+    answer = http.post(BOX, content=as_bytes, headers={"content-type": "application/json"})
+    assert answer.status_code in (400, 422), answer.text
+    if answer.status_code == 422:
+        assert_names(answer, "attributes.text", "body")
+    utf16 = '{"attributes": {"name": "u", "text": "\\ud800"}}'.encode("utf-16")
+    assert_names(
+        http.post(BOX, content=utf16, headers={"content-type": "application/json"}), "attributes.text"
+    )
+    assert all_instances(engine) == before
+    assert http.get(BOX).status_code == 200
+
+
 def test_nan_and_infinity_are_422(served: tuple[Any, httpx.Client]) -> None:
     engine, http = served
     before = all_instances(engine)
