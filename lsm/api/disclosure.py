@@ -55,9 +55,14 @@ def redact_text(text: str) -> str:
     return _ABSOLUTE_PATH.sub(short_path, text)
 
 
+def printable(text: str) -> str:
+    """``text`` safe to echo in an answer: lone surrogates and NULs escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
 def printable_errors(errors: list[dict[str, str]]) -> list[dict[str, str]]:
     """Error entries whose strings can be encoded (a field name may hold a lone surrogate)."""
-    return [{k: v.encode("utf-8", "backslashreplace").decode("utf-8") for k, v in e.items()} for e in errors]
+    return [{k: printable(v) for k, v in e.items()} for e in errors]
 
 
 def without_tracebacks(value: Any) -> Any:

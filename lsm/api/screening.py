@@ -23,7 +23,11 @@ from typing import Any
 
 from fastapi import Request
 
+from lsm.api.disclosure import printable
 from lsm.errors import InvalidInput
+
+#: the most problems one answer lists (a body may hold thousands)
+MAX_LISTED = 100
 
 #: what a JSON text must contain to hold a NUL, a surrogate or a non-finite number (or more)
 _SUSPECT = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity")
@@ -51,11 +55,6 @@ def string_problem(value: str) -> str | None:
     except UnicodeEncodeError:
         return "contains a lone surrogate (not valid Unicode)"
     return None
-
-
-def printable(part: str) -> str:
-    """A path part safe to echo in an error body (bad characters escaped)."""
-    return part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 def body_problems(body: Any) -> list[dict[str, str]]:
@@ -105,4 +104,6 @@ async def screen_request(request: Request) -> None:
         problems += body_problems(body)
     if problems:
         where = "; ".join(f"{p['in']}.{p['path']}: {p['reason']}" for p in problems[:10])
-        raise InvalidInput(f"invalid request: {where}", errors=problems)
+        raise InvalidInput(
+            f"invalid request: {where}", errors=problems[:MAX_LISTED], error_count=len(problems)
+        )
