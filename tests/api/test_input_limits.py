@@ -318,3 +318,11 @@ def test_the_body_screen_walks_deep_bodies_and_keys() -> None:
         {"path": ".".join(["0"] * 5000), "in": "body", "reason": "contains a NUL character"}
     ]
     assert body_problems(json.loads('{"a": {"\\udc00": 1}}'))[0]["path"] == "a.\\udc00"
+
+
+@pytest.mark.parametrize("position", [f"{2**70}//", "-1//", f"1//{'c' * 37}", "x"])
+def test_a_last_event_id_beyond_any_row_is_422(served: tuple[Any, httpx.Client], position: str) -> None:
+    _engine, http = served
+    answer = http.get("/api/v1/events", headers={"Last-Event-ID": position})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "Last-Event-ID"
