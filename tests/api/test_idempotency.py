@@ -1,4 +1,4 @@
-"""Idempotent creates (issue 10 §6): a create retried after a lost answer answers the first answer.
+"""Idempotent creates (docs/api.md §4): a create retried after a lost answer answers the first answer.
 
 Through the real app on both backends; the client test loses the first answer on the wire (the
 server acted, the client saw the connection break) and checks the retry's key and answer.

@@ -1,4 +1,4 @@
-"""``/openapi.json`` tells the truth (issue 10 §7), checked by reading it and by schemathesis.
+"""``/openapi.json`` tells the truth (docs/api.md §2), checked by reading it and by schemathesis.
 
 schemathesis generates requests from the document, sends them through the real app (ASGI) on
 SQLite and PostgreSQL, and checks that no answer is a 5xx, that every status is documented and
