@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import select
 
 from lsm.client import Client, RetryPolicy
 from lsm.facade import RequestContext
@@ -121,7 +122,7 @@ def test_keys_expire_after_a_day(served: tuple[ApiRuntime, httpx.Client]) -> Non
     # an expired key is forgotten: another body may use it
     assert create(http, {"attributes": {"name": "x"}}, "old").status_code == 200
     with engine.db.read() as session:
-        rows = session.query(IdempotencyKeyRow).all()
+        rows = session.exec(select(IdempotencyKeyRow)).all()
     assert [(r.key, r.fingerprint != "0" * 64) for r in rows] == [("old", True)]
     stale = IdempotencyKeyRow(
         env_id=env_id,
@@ -136,7 +137,7 @@ def test_keys_expire_after_a_day(served: tuple[ApiRuntime, httpx.Client]) -> Non
         engine.db, IdempotencyKeyRow(env_id=env_id, key="new", fingerprint="2" * 64, instance_id="j")
     )
     with engine.db.read() as session:
-        assert sorted(r.key for r in session.query(IdempotencyKeyRow).all()) == ["new", "old"]
+        assert sorted(r.key for r in session.exec(select(IdempotencyKeyRow)).all()) == ["new", "old"]
 
 
 def test_a_key_longer_than_the_column_is_422(served: tuple[ApiRuntime, httpx.Client]) -> None:
