@@ -90,16 +90,18 @@ class InventoryFacade:
                 ctx, Create(entity, attributes, instance_id=chosen, initial_state=initial_state)
             )
         except (Conflict, IntegrityError) as exc:
+            # an IntegrityError here is the instance id taken by a concurrent create
+            conflict = (
+                exc
+                if isinstance(exc, Conflict)
+                else Conflict(f"instance id {chosen} is already used (a concurrent create)", instance=chosen)
+            )
             if idempotency_key is None:
-                raise  # a chosen id used before by another request: the 409 it always was
+                raise conflict from None  # a chosen id used before by another request: a 409
             try:  # the id is taken: by the first attempt of this very request?
                 out = self.get_instance(ctx, entity, chosen)
             except UnknownInstance:
-                if isinstance(exc, Conflict):
-                    raise exc from None  # another conflict (an identity value taken ...)
-                raise Conflict(
-                    "a create with this Idempotency-Key is in progress; retry", instance=chosen
-                ) from None
+                raise conflict from None  # another conflict (an identity value taken ...)
         row = IdempotencyKeyRow(
             env_id=env.env_id,
             key=key,

@@ -188,3 +188,29 @@ def test_a_new_key_does_not_hide_an_identity_conflict(served: tuple[ApiRuntime, 
     clash = create(http, {"attributes": {"name": "a"}}, uuid.uuid4().hex)
     assert clash.status_code == 409 and clash.json()["error"] == "identity_conflict", clash.text
     assert len(all_instances(engine)) == 1
+
+
+def test_concurrent_retries_with_one_key_make_one_instance(served: tuple[ApiRuntime, httpx.Client]) -> None:
+    """Eight copies of one create race (a client that retried too eagerly): one instance, and
+    every answer names it."""
+    import threading
+
+    engine, http = served
+    key = uuid.uuid4().hex
+    barrier = threading.Barrier(8)
+    answers: list[httpx.Response] = []
+
+    def send() -> None:
+        with httpx.Client(base_url=http.base_url, timeout=30) as own:
+            barrier.wait(timeout=30)
+            answers.append(create(own, {"attributes": {"name": "race"}}, key))
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(answers) == 8
+    assert {a.status_code for a in answers} == {200}, [a.text for a in answers if a.status_code != 200]
+    assert len({a.json()["id"] for a in answers}) == 1
+    assert len(all_instances(engine)) == 1
