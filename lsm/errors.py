@@ -18,7 +18,8 @@ status it maps to and a short ``kind`` used in the API error body
     ├── InvalidInput (422 invalid_input)
     │   ├── InvalidAttributes        names each offending attribute path and why
     │   ├── InvalidSetting           unknown setting key or ill-typed value
-    │   └── InvalidDiscoveryOutput   a discovery handler returned a bad id or unserialisable values
+    │   ├── InvalidDiscoveryOutput   a discovery handler returned a bad id or unserialisable values
+    │   └── IdempotencyKeyReused     an Idempotency-Key sent again with another request
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
@@ -136,6 +137,12 @@ class InvalidDiscoveryOutput(InvalidInput):
     """A discovery run's output can not be stored; ``resource_id`` names the bad entry."""
 
     kind = "invalid_discovery_output"
+
+
+class IdempotencyKeyReused(InvalidInput):
+    """The ``Idempotency-Key`` of this create was used for another request (another body)."""
+
+    kind = "idempotency_key_reused"
 
 
 class RuleViolation(LsmError):

@@ -4,6 +4,10 @@ The app does not start or stop anything: whoever built the facades owns the runt
 (``lsm.runtime.wiring``), so that one runtime can be served over a real socket and in-process
 at the same time, and tests control its lifetime. ``is_ready`` answers ``/health`` (and the 503
 of every route while the runtime is not started).
+
+Input rules that hold for every route are installed here, once: the body size limit
+(``lsm.api.limits``), strings no store can hold (``lsm.api.screening``, an app-wide
+dependency) and the offline ``/docs`` (``lsm.api.docs``).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from lsm.api import (
     audit,
@@ -29,9 +33,13 @@ from lsm.api import (
 from lsm.api.access import check_declared
 from lsm.api.auth import Authenticator
 from lsm.api.deps import RequestIdMiddleware
+from lsm.api.docs import install_docs
 from lsm.api.errors import install_error_handlers
+from lsm.api.limits import BodyLimitMiddleware
+from lsm.api.screening import screen_request
 from lsm.facade import Facades
 from lsm.schemas.auth import AuthConfig
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
 
 ROUTERS = (
     health.router,
@@ -50,21 +58,31 @@ ROUTERS = (
 
 
 def create_app(
-    facades: Facades, *, is_ready: Callable[[], bool] = lambda: True, auth: AuthConfig | None = None
+    facades: Facades,
+    *,
+    is_ready: Callable[[], bool] = lambda: True,
+    auth: AuthConfig | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``.
 
     ``auth``: off when not given (every caller ``local``, the embedded default). Every route
     must declare its access (``lsm.api.access``): one that does not is refused here.
+    ``max_body_bytes``: the largest request body accepted (413 above it).
     """
     app = FastAPI(
         title="lsm-engine",
         version=_version(),
         description="Service lifecycle engine: catalog, inventory, compiles, desired state.",
+        docs_url=None,
+        redoc_url=None,
+        dependencies=[Depends(screen_request)],
     )
     app.state.facades = facades
     app.state.is_ready = is_ready
     app.state.authenticator = Authenticator(auth or AuthConfig(), facades.tokens)
+    install_docs(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
     check_declared(ROUTERS)

@@ -13,13 +13,17 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import READ, errors
 from lsm.schemas.auth import AuditOut, Role
 
 #: query text every backend can compare: no NUL, no control characters
 _TEXT = r"^[^\x00-\x1f]*$"
 
 router = APIRouter(
-    prefix="/api/v1/audit", tags=["audit"], dependencies=[require(Role.ADMIN, scope=Scope.SOME)]
+    prefix="/api/v1/audit",
+    tags=["audit"],
+    dependencies=[require(Role.ADMIN, scope=Scope.SOME)],
+    responses=errors(*READ),
 )
 
 

@@ -6,23 +6,29 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.disclosure import redact_report, shows_details
+from lsm.api.params import Id, Offset
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.errors import InvalidInput
 from lsm.schemas.auth import Role
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
 
 router = APIRouter(
-    prefix="/api/v1/compiles", tags=["compiles"], dependencies=[require(Role.VIEWER, write=Role.OPERATOR)]
+    prefix="/api/v1/compiles",
+    tags=["compiles"],
+    dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
+    responses=errors(*READ),
 )
 
 
-@router.post("", response_model=None)
+@router.post("", response_model=None, responses=errors(*CHANGE))
 async def request_compile(
-    body: CompileRequest, facades: FacadesDep, ctx: ContextDep
+    body: CompileRequest, request: Request, facades: FacadesDep, ctx: ContextDep
 ) -> CompileOut | dict[str, Any]:
     """Request a compile; the report, final when ``wait`` was given (or as it stands at ``timeout``);
     with ``explain``, what a partial compile would select and why (nothing is queued).
@@ -55,19 +61,20 @@ async def request_compile(
         )
     )
     if not body.wait:
-        return queued
-    return await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout)
+        return shown(request, queued)
+    return shown(request, await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout))
 
 
 @router.get("")
 def list_compiles(
+    request: Request,
     facades: FacadesDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[CompileOut]:
     """The queue and the history, newest first."""
-    return facades.compiles.list_compiles(ctx, limit=limit, offset=offset)
+    return [shown(request, c) for c in facades.compiles.list_compiles(ctx, limit=limit, offset=offset)]
 
 
 @router.get("/selectors")
@@ -77,6 +84,13 @@ def list_selectors(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]
 
 
 @router.get("/{compile_id}")
-def get_compile(compile_id: str, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
+def get_compile(compile_id: Id, request: Request, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """One compile report."""
-    return facades.compiles.get_compile(ctx, compile_id)
+    return shown(request, facades.compiles.get_compile(ctx, compile_id))
+
+
+def shown(request: Request, compile_out: CompileOut) -> CompileOut:
+    """The compile as this caller may see it (``lsm.api.disclosure``)."""
+    if shows_details(request):
+        return compile_out
+    return compile_out.model_copy(update={"report": redact_report(compile_out.report)})

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.inventory.deploy_queries import MAX_PAGE
 from lsm.schemas.auth import Role
 from lsm.schemas.deploy import (
@@ -29,7 +30,10 @@ from lsm.schemas.deploy import (
 )
 
 router = APIRouter(
-    prefix="/api/v1", tags=["deploy"], dependencies=[require(Role.VIEWER, write=Role.OPERATOR)]
+    prefix="/api/v1",
+    tags=["deploy"],
+    dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
+    responses=errors(*READ),
 )
 
 
@@ -79,7 +83,7 @@ def deploy_status(
     return facades.deploy.status(ctx, agents=agent or None)
 
 
-@router.post("/deploy")
+@router.post("/deploy", responses=errors(*CHANGE))
 def deploy(body: DeployRequest, facades: FacadesDep, ctx: ContextDep) -> DeployResult:
     """Deploy the newest version (failed and skipped resources again; every one with ``repair``),
     or with ``dry_run`` report per resource what a deploy would change, reading only."""

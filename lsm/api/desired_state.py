@@ -8,11 +8,16 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import Offset, Version
+from lsm.api.responses import READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
 
 router = APIRouter(
-    prefix="/api/v1/desired_state", tags=["desired state"], dependencies=[require(Role.VIEWER)]
+    prefix="/api/v1/desired_state",
+    tags=["desired state"],
+    dependencies=[require(Role.VIEWER)],
+    responses=errors(*READ),
 )
 
 
@@ -21,21 +26,21 @@ def list_desired_states(
     facades: FacadesDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[DesiredStateVersionOut]:
     """Versions, newest first."""
     return facades.desired_state.list_desired_states(ctx, limit=limit, offset=offset)
 
 
 @router.get("/{version}")
-def get_desired_state(version: int, facades: FacadesDep, ctx: ContextDep) -> DesiredStateOut:
+def get_desired_state(version: Version, facades: FacadesDep, ctx: ContextDep) -> DesiredStateOut:
     """One version: its resource sets (name -> resource ids) and the shared ids."""
     return facades.desired_state.desired_state(ctx, version)
 
 
 @router.get("/{version}/resources")
 def get_desired_state_resources(
-    version: int, facades: FacadesDep, ctx: ContextDep
+    version: Version, facades: FacadesDep, ctx: ContextDep
 ) -> list[DesiredStateResourceOut]:
     """The version's resources: id, set, attributes, requires."""
     return facades.desired_state.desired_state_resources(ctx, version)

@@ -13,13 +13,22 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.discovery import AdoptRequest, DiscoveredResourceOut
 from lsm.schemas.inventory import InstanceOut
 
-router = APIRouter(prefix="/api/v1/discovered", tags=["discovery"], dependencies=[require(Role.VIEWER)])
+router = APIRouter(
+    prefix="/api/v1/discovered",
+    tags=["discovery"],
+    dependencies=[require(Role.VIEWER)],
+    responses=errors(*READ),
+)
 adopt_router = APIRouter(
-    prefix="/lsm/v1/service_inventory", tags=["service inventory"], dependencies=[require(Role.OPERATOR)]
+    prefix="/lsm/v1/service_inventory",
+    tags=["service inventory"],
+    dependencies=[require(Role.OPERATOR)],
+    responses=errors(*CHANGE),
 )
 
 

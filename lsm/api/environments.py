@@ -11,6 +11,8 @@ from fastapi import APIRouter
 
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import EnvironmentRef, Name
+from lsm.api.responses import BODY, CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.environments import (
     CreateEnvironment,
@@ -20,7 +22,7 @@ from lsm.schemas.environments import (
     SettingValue,
 )
 
-router = APIRouter(prefix="/api/v1/environments", tags=["environments"])
+router = APIRouter(prefix="/api/v1/environments", tags=["environments"], responses=errors(*READ))
 
 
 @router.get("", dependencies=[require(Role.VIEWER, scope=Scope.SOME)])
@@ -28,31 +30,31 @@ def list_environments(facades: FacadesDep, ctx: ContextDep) -> list[EnvironmentO
     return facades.environments.list_environments(ctx)
 
 
-@router.post("", dependencies=[require(Role.ADMIN, scope=Scope.GLOBAL)])
+@router.post("", dependencies=[require(Role.ADMIN, scope=Scope.GLOBAL)], responses=errors(*CHANGE))
 def create_environment(body: CreateEnvironment, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.create_environment(ctx, body.name, body.model)
 
 
 @router.get("/{env}", dependencies=[require(Role.VIEWER)])
-def get_environment(env: str, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+def get_environment(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     return facades.environments.get_environment(ctx.in_environment(env))
 
 
-@router.put("/{env}/model", dependencies=[require(Role.ADMIN)])
-def set_model(env: str, body: ModelChoice, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+@router.put("/{env}/model", dependencies=[require(Role.ADMIN)], responses=errors(*BODY))
+def set_model(env: EnvironmentRef, body: ModelChoice, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     """Run another model the server offers; one that does not load changes nothing."""
     return facades.environments.set_model(ctx.in_environment(env), body.model)
 
 
 @router.get("/{env}/settings", dependencies=[require(Role.VIEWER)])
-def get_settings(env: str, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
+def get_settings(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> dict[str, SettingOut]:
     """Every setting with its current value (defaults filled in)."""
     return facades.environments.get_settings(ctx.in_environment(env))
 
 
-@router.put("/{env}/settings/{key}", dependencies=[require(Role.ADMIN)])
+@router.put("/{env}/settings/{key}", dependencies=[require(Role.ADMIN)], responses=errors(*BODY))
 def set_setting(
-    env: str, key: str, body: SettingValue, facades: FacadesDep, ctx: ContextDep
+    env: EnvironmentRef, key: Name, body: SettingValue, facades: FacadesDep, ctx: ContextDep
 ) -> dict[str, SettingOut]:
     """Set one setting; unknown keys and ill-typed values are 422."""
     return facades.environments.set_setting(ctx.in_environment(env), key, body.value)

@@ -7,7 +7,13 @@ method), or a bug. The client turns the body back into the same ``lsm.errors`` c
 ``kind`` strings here must be the ones of ``lsm.errors`` wherever one fits.
 
 What it must not do: leak a traceback or internal detail of an unexpected exception into the
-response. Those are logged server-side, with the traceback, and answered with a bare 500.
+response. Those are logged server-side, with the traceback, and answered with a bare 500. The
+bodies of ``LsmError``s are redacted too (``lsm.api.disclosure``: no traceback, no absolute
+server path) unless the caller may see details and asked for them.
+
+Methods: a path that exists answers another method with 405 and an ``Allow`` header listing
+every method of every route of that path (Starlette lists only the first route's), and
+``OPTIONS`` on such a path answers 204 with the same ``Allow``.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lsm.api.disclosure import printable_errors, redact, shows_details
 from lsm.errors import InvalidInput, LsmError, NotFound
 
 logger = logging.getLogger("lsm.api")
@@ -31,6 +39,7 @@ _HTTP_KINDS: dict[int, str] = {
     400: "bad_request",
     404: NotFound.kind,
     405: "method_not_allowed",
+    413: "payload_too_large",
     422: InvalidInput.kind,
     503: "unavailable",
 }
@@ -41,12 +50,15 @@ def error_response(status_code: int, kind: str, message: str, **details: Any) ->
     return JSONResponse({"error": kind, "message": message, **details}, status_code=status_code)
 
 
-def _lsm_error(_: Request, exc: Exception) -> JSONResponse:
+def _lsm_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LsmError)
     if exc.status >= 500:
         logger.error("engine error answered with %d: %s", exc.status, exc, exc_info=exc)
+    body = exc.to_body()
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(exc.to_body(), status_code=exc.status, headers=headers)
+    return JSONResponse(
+        body if shows_details(request) else redact(body), status_code=exc.status, headers=headers
+    )
 
 
 def validation_errors(errors: Sequence[Any]) -> list[dict[str, str]]:
@@ -63,7 +75,7 @@ def validation_errors(errors: Sequence[Any]) -> list[dict[str, str]]:
         where = loc[0] if loc and loc[0] in {"body", "query", "path", "header", "cookie"} else ""
         path = ".".join(loc[1:] if where else loc) or where
         out.append({"path": path, "in": where, "reason": str(error.get("msg", "invalid"))})
-    return out
+    return printable_errors(out)
 
 
 def _request_validation(_: Request, exc: Exception) -> JSONResponse:
@@ -73,12 +85,48 @@ def _request_validation(_: Request, exc: Exception) -> JSONResponse:
     return error_response(422, InvalidInput.kind, f"invalid request: {where}", errors=errors)
 
 
-def _http_exception(_: Request, exc: Exception) -> JSONResponse:
+def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 405:
+        return _method_not_allowed(request)
     kind = _HTTP_KINDS.get(exc.status_code, "http_error")
     response = error_response(exc.status_code, kind, str(exc.detail))
     if exc.headers:
         response.headers.update(exc.headers)
+    return response
+
+
+#: the methods a route of this API may serve
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app serves on the request's path (and OPTIONS).
+
+    Asked of the router itself, one method at a time, so that routes of included routers
+    (which do not expose their methods) count too.
+    """
+    methods = {
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in request.app.router.routes
+        )
+    }
+    if methods:
+        methods.add("OPTIONS")
+    return sorted(methods)
+
+
+def _method_not_allowed(request: Request) -> Response:
+    allow = ", ".join(allowed_methods(request))
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers={"Allow": allow})
+    response = error_response(
+        405, _HTTP_KINDS[405], f"{request.method} is not allowed here; allowed: {allow}", allowed=allow
+    )
+    response.headers["Allow"] = allow
     return response
 
 

@@ -21,10 +21,11 @@ from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import READ, errors
 from lsm.facade import Cursor, EventsFacade
 from lsm.schemas.auth import Role
 
-router = APIRouter(tags=["events"], dependencies=[require(Role.VIEWER)])
+router = APIRouter(tags=["events"], dependencies=[require(Role.VIEWER)], responses=errors(*READ))
 
 #: seconds between two looks at the database when nothing was heard in this process
 POLL_INTERVAL = 0.5

@@ -10,9 +10,10 @@ from fastapi.responses import JSONResponse
 from lsm.api.access import public
 from lsm.api.deps import PublicContextDep, is_ready
 from lsm.api.errors import error_response
+from lsm.api.responses import errors
 from lsm.schemas.health import HealthOut
 
-router = APIRouter(tags=["health"], dependencies=[public()])
+router = APIRouter(tags=["health"], dependencies=[public()], responses=errors(422, 503))
 
 
 @router.get("/health", response_model=None)

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
+from pydantic import StringConstraints
 
 from lsm.api.access import require
+from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.disclosure import redact_text, shows_details
+from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -24,40 +29,59 @@ from lsm.schemas.inventory import (
     SetStateRequest,
     UpdateInstance,
 )
+from lsm.schemas.limits import MAX_NAME_LENGTH
 
 router = APIRouter(
     prefix="/lsm/v1/service_inventory",
     tags=["service inventory"],
     dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
+    responses=errors(*READ),
 )
 
 _REF = "an instance id, or <identity_attr>=<value>"
 
 
-@router.post("/{entity}")
-def create_instance(entity: str, body: CreateInstance, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
-    """Order a new instance; it starts at version 1 in the lifecycle's initial state."""
+@router.post("/{entity}", responses=errors(*CHANGE))
+def create_instance(
+    entity: EntityName,
+    body: CreateInstance,
+    facades: FacadesDep,
+    ctx: ContextDep,
+    idempotency_key: IdempotencyKey = None,
+) -> InstanceOut:
+    """Order a new instance; it starts at version 1 in the lifecycle's initial state.
+
+    Idempotent with an ``Idempotency-Key`` (or a chosen ``service_instance_id``): a retry answers
+    the first answer."""
     return facades.inventory.create_instance(
-        ctx, entity, body.attributes, instance_id=body.service_instance_id, initial_state=body.initial_state
+        ctx,
+        entity,
+        body.attributes,
+        instance_id=body.service_instance_id,
+        initial_state=body.initial_state,
+        idempotency_key=idempotency_key,
     )
 
 
-@router.post("/{entity}/bulk")
-def bulk(entity: str, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
+@router.post("/{entity}/bulk", responses=errors(*CHANGE))
+def bulk(entity: EntityName, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
     """Create and update many instances at once: all of them, or none and every refused item listed."""
     return facades.inventory.bulk(ctx, entity, create=body.create, update=body.update)
 
 
 @router.get("/{entity}")
 def list_instances(
-    entity: str,
+    entity: EntityName,
     facades: FacadesDep,
     ctx: ContextDep,
-    state: Annotated[list[str] | None, Query(description="Only these states (repeatable).")] = None,
+    state: Annotated[
+        list[Annotated[str, StringConstraints(max_length=MAX_NAME_LENGTH)]] | None,
+        Query(description="Only these states (repeatable).", max_length=100),
+    ] = None,
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    sort: str = "created_at",
+    offset: Offset = 0,
+    sort: Annotated[str, Query(max_length=MAX_NAME_LENGTH)] = "created_at",
 ) -> list[InstanceOut]:
     """The entity's instances; deleted ones only with ``include_deleted``."""
     return facades.inventory.list_instances(
@@ -72,14 +96,14 @@ def list_instances(
 
 
 @router.get("/{entity}/{ref}")
-def get_instance(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
+def get_instance(entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx: ContextDep) -> InstanceOut:
     """One instance, by id or by ``<identity_attr>=<value>``."""
     return facades.inventory.get_instance(ctx, entity, ref)
 
 
-@router.patch("/{entity}/{ref}")
+@router.patch("/{entity}/{ref}", responses=errors(*CHANGE))
 def update_instance(
-    entity: str, ref: str, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName, ref: InstanceRef, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
     return facades.inventory.update_instance(
@@ -87,9 +111,9 @@ def update_instance(
     )
 
 
-@router.post("/{entity}/{ref}/state")
+@router.post("/{entity}/{ref}/state", responses=errors(*CHANGE))
 def set_state(
-    entity: str, ref: str, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName, ref: InstanceRef, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
     return facades.inventory.set_state(
@@ -102,29 +126,52 @@ def set_state(
     )
 
 
-@router.delete("/{entity}/{ref}")
+@router.delete("/{entity}/{ref}", responses=errors(*READ, 400, 409))
 def delete_instance(
-    entity: str, ref: str, current_version: int, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName,
+    ref: InstanceRef,
+    current_version: CurrentVersion,
+    facades: FacadesDep,
+    ctx: ContextDep,
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
     return facades.inventory.delete_instance(ctx, entity, ref, current_version=current_version)
 
 
 @router.get("/{entity}/{ref}/log")
-def instance_log(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> list[EventOut]:
+def instance_log(
+    entity: EntityName, ref: InstanceRef, request: Request, facades: FacadesDep, ctx: ContextDep
+) -> list[EventOut]:
     """The instance's event log, oldest first."""
-    return facades.inventory.instance_log(ctx, entity, ref)
+    return [shown_event(request, e) for e in facades.inventory.instance_log(ctx, entity, ref)]
 
 
 @router.get("/{entity}/{ref}/resources")
 def instance_resources(
-    entity: str, ref: str, facades: FacadesDep, ctx: ContextDep
+    entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx: ContextDep
 ) -> list[InstanceResourceOut]:
     """The instance's resources and their deploy state."""
     return facades.inventory.instance_resources(ctx, entity, ref)
 
 
 @router.get("/{entity}/{ref}/diagnose")
-def diagnose(entity: str, ref: str, facades: FacadesDep, ctx: ContextDep) -> DiagnosisOut:
+def diagnose(
+    entity: EntityName, ref: InstanceRef, request: Request, facades: FacadesDep, ctx: ContextDep
+) -> DiagnosisOut:
     """Why the instance is where it is: failing validation, failed resources, pending compile."""
-    return facades.inventory.diagnose(ctx, entity, ref)
+    out = facades.inventory.diagnose(ctx, entity, ref)
+    validation, pending = out.validation_compile, out.pending_compile
+    return out.model_copy(
+        update={
+            "last_error": None if out.last_error is None else shown_event(request, out.last_error),
+            "validation_compile": None if validation is None else shown(request, validation),
+            "pending_compile": None if pending is None else shown(request, pending),
+        }
+    )
+
+
+def shown_event(request: Request, event: EventOut) -> EventOut:
+    """An event line as this caller may see it: a failure's message names no server path."""
+    if shows_details(request) or not event.is_error:
+        return event
+    return event.model_copy(update={"message": redact_text(event.message)})

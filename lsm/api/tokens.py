@@ -11,10 +11,14 @@ from fastapi import APIRouter, Path
 
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.responses import CHANGE, errors
 from lsm.schemas.auth import CreateToken, Role, TokenCreated, TokenOut
 
 router = APIRouter(
-    prefix="/api/v1/tokens", tags=["tokens"], dependencies=[require(Role.ADMIN, scope=Scope.GLOBAL)]
+    prefix="/api/v1/tokens",
+    tags=["tokens"],
+    dependencies=[require(Role.ADMIN, scope=Scope.GLOBAL)],
+    responses=errors(*CHANGE),
 )
 
 

@@ -6,6 +6,7 @@ from lsm.catalog.entity import AttributeInfo, ServiceEntity
 from lsm.catalog.modifiers import Modifier, r, rw, rw_plus
 from lsm.catalog.references import Ref, Reference
 from lsm.catalog.validation import (
+    identity_value,
     validate_attributes,
     validate_create,
     validate_server_write,
@@ -20,6 +21,7 @@ __all__ = [
     "Ref",
     "Reference",
     "ServiceEntity",
+    "identity_value",
     "r",
     "rw",
     "rw_plus",

@@ -7,6 +7,7 @@ an operator can fix the request. Values are stored as JSON (``model_dump(mode="j
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 from lsm.catalog.entity import ServiceEntity
 from lsm.catalog.modifiers import Modifier
 from lsm.errors import InvalidAttributes
+from lsm.schemas.limits import MAX_IDENTITY_LENGTH
 
 
 def pydantic_errors(exc: ValidationError) -> list[dict[str, str]]:
@@ -33,11 +35,35 @@ def _check_object(attributes: Any) -> dict[str, Any]:
 
 
 def validate_attributes(entity: type[ServiceEntity], attributes: dict[str, Any]) -> dict[str, Any]:
-    """Validate a full attribute set; return it as JSON with defaults filled in."""
+    """Validate a full attribute set; return it as JSON with defaults filled in.
+
+    Booleans are booleans: pydantic's lax mode turns ``true`` into ``1`` for an ``int``
+    attribute and ``0`` into ``false`` for a ``bool`` one; such a coercion is refused here,
+    naming the attribute, so that a typo is not stored as a different value.
+    """
     try:
-        return entity.model_validate(attributes).model_dump(mode="json")
+        validated = entity.model_validate(attributes).model_dump(mode="json")
     except ValidationError as exc:
         raise InvalidAttributes(pydantic_errors(exc)) from None
+    errors = list(_coerced_booleans(attributes, validated, ""))
+    if errors:
+        raise InvalidAttributes(errors)
+    return validated
+
+
+def _coerced_booleans(given: Any, stored: Any, path: str) -> Iterator[dict[str, str]]:
+    """Every place where a boolean became a number or a number became a boolean."""
+    if isinstance(given, dict) and isinstance(stored, dict):
+        for key, value in given.items():
+            if key in stored:
+                yield from _coerced_booleans(value, stored[key], f"{path}.{key}" if path else str(key))
+    elif isinstance(given, list) and isinstance(stored, list) and len(given) == len(stored):
+        for index, (value, out) in enumerate(zip(given, stored, strict=True)):
+            yield from _coerced_booleans(value, out, f"{path}.{index}")
+    elif isinstance(given, bool) and not isinstance(stored, bool) and isinstance(stored, int | float):
+        yield {"path": path, "reason": "a boolean where a number is expected"}
+    elif isinstance(stored, bool) and not isinstance(given, bool):
+        yield {"path": path, "reason": "a boolean is expected (true or false)"}
 
 
 def validate_create(entity: type[ServiceEntity], attributes: Any) -> dict[str, Any]:
@@ -74,6 +100,23 @@ def validate_update(entity: type[ServiceEntity], current: dict[str, Any], patch:
     if errors:
         raise InvalidAttributes(errors)
     return validate_attributes(entity, {**current, **patch})
+
+
+def identity_value(attributes: dict[str, Any], attribute: str | None) -> str | None:
+    """The identity of validated ``attributes`` as stored (text), or ``InvalidAttributes`` naming it.
+
+    Why a length limit: the value is a key of the identity index and part of resource ids,
+    which are index keys too; a value that does not fit an index would be accepted here and
+    then fail every full compile of the environment (``lsm.schemas.limits``).
+    """
+    if attribute is None:
+        return None
+    value = str(attributes[attribute])
+    if len(value) > MAX_IDENTITY_LENGTH:
+        raise InvalidAttributes(
+            [{"path": attribute, "reason": f"identity value longer than {MAX_IDENTITY_LENGTH} characters"}]
+        )
+    return value
 
 
 def validate_server_write(

@@ -40,6 +40,8 @@ def _headers(environment: str | None, token: str | None) -> dict[str, str]:
 
 def _arguments(request: Request) -> dict[str, Any]:
     arguments: dict[str, Any] = {"params": request.params, "json": request.json}
+    if request.headers:
+        arguments["headers"] = request.headers
     if request.timeout is not None:
         arguments["timeout"] = request.timeout
     return arguments
@@ -80,7 +82,7 @@ class Client(Routes[JsonObject, JsonList]):
         )
 
     def _send(self, request: Request) -> Any:
-        send = self.retry.retrying(request.method)
+        send = self.retry.retrying(request.method, idempotent=request.idempotent)
         response: httpx.Response = send(
             self._http.request, request.method, request.path, **_arguments(request)
         )
@@ -134,7 +136,7 @@ class AsyncClient(Routes[Awaitable[JsonObject], Awaitable[JsonList]]):
         )
 
     async def _send(self, request: Request) -> Any:
-        send = self.retry.async_retrying(request.method)
+        send = self.retry.async_retrying(request.method, idempotent=request.idempotent)
         response: httpx.Response = await send(
             self._http.request, request.method, request.path, **_arguments(request)
         )

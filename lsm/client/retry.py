@@ -7,7 +7,9 @@ it could not yet, are retried:
 
 * ``httpx.ConnectError`` / ``httpx.ConnectTimeout``: the request never reached the server;
 * ``httpx.RemoteProtocolError``: the connection broke mid-answer; retried only for idempotent
-  methods (GET, HEAD, OPTIONS, PUT, DELETE), because a POST or PATCH may have been applied;
+  methods (GET, HEAD, OPTIONS, PUT, DELETE), because a POST or PATCH may have been applied,
+  and for a create that carries an ``Idempotency-Key`` (the server answers a retry with the
+  first answer: the client keeps the key across its retries);
 * a status in ``retry_statuses`` (503 by default: the engine is starting).
 
 Never a 4xx: the constructor refuses a policy that would retry one.
@@ -57,35 +59,40 @@ class RetryPolicy:
         if client_errors:
             raise ValueError(f"a 4xx answer is final and is never retried: {client_errors}")
 
-    def retries_exception(self, exc: BaseException, method: str) -> bool:
-        """Whether a transport error on a ``method`` request is worth another try."""
+    def retries_exception(self, exc: BaseException, method: str, *, idempotent: bool = False) -> bool:
+        """Whether a transport error on a ``method`` request is worth another try
+        (``idempotent``: the request is safe to repeat whatever its method)."""
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return True
-        return isinstance(exc, httpx.RemoteProtocolError) and method.upper() in IDEMPOTENT_METHODS
+        return isinstance(exc, httpx.RemoteProtocolError) and (
+            idempotent or method.upper() in IDEMPOTENT_METHODS
+        )
 
     def retries_response(self, response: httpx.Response) -> bool:
         """Whether an answer is worth another try (a status in ``retry_statuses``)."""
         return response.status_code in self.retry_statuses
 
-    def _arguments(self, method: str) -> dict[str, Any]:
+    def _arguments(self, method: str, idempotent: bool) -> dict[str, Any]:
         return {
             "stop": stop_after_attempt(self.attempts),
             "wait": wait_exponential(multiplier=self.initial_wait, max=self.max_wait)
             + wait_random(0, self.jitter),
-            "retry": retry_if_exception(lambda exc: self.retries_exception(exc, method))
+            "retry": retry_if_exception(
+                lambda exc: self.retries_exception(exc, method, idempotent=idempotent)
+            )
             | retry_if_result(self.retries_response),
             # When tries are spent: the last response (a 503 goes on to become an error) or the
             # last exception, never tenacity's RetryError wrapper.
             "retry_error_callback": _last_outcome,
         }
 
-    def retrying(self, method: str) -> tenacity.Retrying:
+    def retrying(self, method: str, *, idempotent: bool = False) -> tenacity.Retrying:
         """A tenacity controller for one synchronous request with ``method``."""
-        return tenacity.Retrying(**self._arguments(method))
+        return tenacity.Retrying(**self._arguments(method, idempotent))
 
-    def async_retrying(self, method: str) -> tenacity.AsyncRetrying:
+    def async_retrying(self, method: str, *, idempotent: bool = False) -> tenacity.AsyncRetrying:
         """A tenacity controller for one asynchronous request with ``method``."""
-        return tenacity.AsyncRetrying(**self._arguments(method))
+        return tenacity.AsyncRetrying(**self._arguments(method, idempotent))
 
 
 def _last_outcome(state: RetryCallState) -> Any:

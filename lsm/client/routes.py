@@ -10,6 +10,7 @@ of it. The type parameters carry that difference, so that ``Client().catalog()``
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -28,6 +29,9 @@ ObjT = TypeVar("ObjT")
 #: what a method answering a JSON list returns
 ListT = TypeVar("ListT")
 
+#: the request header that makes a create idempotent (docs/api.md §4)
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
 #: how much longer than the server's wait the client waits for its answer (seconds)
 COMPILE_WAIT_MARGIN = 30.0
 #: how long a ``wait=True`` compile request may take before the client gives up (seconds)
@@ -44,6 +48,13 @@ class Request:
     json: Any = None
     #: overrides the client's timeout (``None``: the client's)
     timeout: float | None = None
+    #: headers of this request only (the ``Idempotency-Key`` of a create)
+    headers: dict[str, str] | None = None
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether repeating the request can not apply it twice (a create with its key)."""
+        return bool(self.headers and IDEMPOTENCY_HEADER in self.headers)
 
 
 def _seg(value: str | int) -> str:
@@ -104,12 +115,21 @@ class Routes(ABC, Generic[ObjT, ListT]):
         *,
         instance_id: str | None = None,
         initial_state: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ObjT:
-        """Order an instance; the answer is the instance at version 1."""
+        """Order an instance; the answer is the instance at version 1.
+
+        Every create carries an ``Idempotency-Key`` (``idempotency_key``, or a fresh one), the
+        same on every automatic retry: a retry after a lost answer gets the first answer, never
+        a second instance.
+        """
         body = _drop_none(
             {"attributes": attributes, "service_instance_id": instance_id, "initial_state": initial_state}
         )
-        return self._one(Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}", json=body))
+        headers = {IDEMPOTENCY_HEADER: idempotency_key or uuid.uuid4().hex}
+        return self._one(
+            Request("POST", f"/lsm/v1/service_inventory/{_seg(entity)}", json=body, headers=headers)
+        )
 
     def bulk(
         self,

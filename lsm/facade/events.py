@@ -20,6 +20,7 @@ from lsm.facade.core import Core
 from lsm.facade.signal import Listener
 from lsm.inventory import feed
 from lsm.schemas.events import COMPILE_FINISHED, INSTANCE_STATE, CompileFinishedEvent, InstanceStateEvent
+from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT
 
 #: the most rows of each kind one read returns
 READ_LIMIT = 500
@@ -44,7 +45,10 @@ class Cursor:
         """The cursor a ``Last-Event-ID`` names (422 when it is not one of ours)."""
         try:
             event_id, at, compile_id = text.split("/")
-            return cls(env_id, int(event_id), datetime.fromisoformat(at) if at else None, compile_id)
+            position = int(event_id)
+            if not 0 <= position <= MAX_INT or len(compile_id) > MAX_ID_LENGTH:
+                raise ValueError(text)  # no row of ours has it: a database would refuse the number
+            return cls(env_id, position, datetime.fromisoformat(at) if at else None, compile_id)
         except ValueError:
             raise InvalidInput(
                 "Last-Event-ID is not a position of this stream", field="Last-Event-ID", value=text[:100]

@@ -6,19 +6,26 @@ nothing here writes an instance. ``ref`` is an instance id or ``<identity_attr>=
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from typing import Any
 
-from lsm.errors import InvalidInput
+from sqlalchemy.exc import IntegrityError
+
+from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
+from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
 from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
 from lsm.orchestration.imports import import_instances
 from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
 from lsm.schemas.deploy import DeploymentProgress, ResourceStatus
 from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
+from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 
 
 class InventoryFacade:
@@ -43,9 +50,68 @@ class InventoryFacade:
         *,
         instance_id: str | None = None,
         initial_state: str | None = None,
+        idempotency_key: str | None = None,
     ) -> InstanceOut:
-        command = Create(entity, attributes, instance_id=instance_id, initial_state=initial_state)
-        return self._execute(ctx, command)
+        """Order an instance. Retried with the same ``idempotency_key`` (or the same chosen
+        ``instance_id``) and the same request, the answer is the first answer, not a second
+        instance; the same key with another request is ``IdempotencyKeyReused`` (422)."""
+        request = {
+            "entity": entity,
+            "attributes": attributes,
+            "instance_id": instance_id,
+            "initial_state": initial_state,
+        }
+        fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
+            raise InvalidInput(
+                f"an Idempotency-Key has 1..{MAX_IDEMPOTENCY_KEY_LENGTH} characters", field="Idempotency-Key"
+            )
+        key = idempotency_key or (f"instance:{instance_id}" if instance_id else None)
+        if key is None:
+            return self._execute(
+                ctx, Create(entity, attributes, instance_id=None, initial_state=initial_state)
+            )
+        env = self._env(ctx)
+        with self.core.db.read() as session:
+            first = find_key(session, env.env_id, key)
+        if first is not None:
+            if first.fingerprint == fingerprint:
+                return InstanceOut.model_validate(first.body)
+            if idempotency_key is not None:
+                raise IdempotencyKeyReused(
+                    "this Idempotency-Key was used for another request; use a new key for a new create",
+                    field="Idempotency-Key",
+                    instance=first.instance_id,
+                )
+        # a retry whose first attempt was not remembered (lost between its commit and its key)
+        # makes the same id, so the instance can not be made twice
+        chosen = instance_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"lsm:{env.env_id}:{key}"))
+        try:
+            out = self._execute(
+                ctx, Create(entity, attributes, instance_id=chosen, initial_state=initial_state)
+            )
+        except (Conflict, IntegrityError) as exc:
+            # an IntegrityError here is the instance id taken by a concurrent create
+            conflict = (
+                exc
+                if isinstance(exc, Conflict)
+                else Conflict(f"instance id {chosen} is already used (a concurrent create)", instance=chosen)
+            )
+            if idempotency_key is None:
+                raise conflict from None  # a chosen id used before by another request: a 409
+            try:  # the id is taken: by the first attempt of this very request?
+                out = self.get_instance(ctx, entity, chosen)
+            except UnknownInstance:
+                raise conflict from None  # another conflict (an identity value taken ...)
+        row = IdempotencyKeyRow(
+            env_id=env.env_id,
+            key=key,
+            fingerprint=fingerprint,
+            instance_id=out.id,
+            body=out.model_dump(mode="json"),
+        )
+        stored = remember_key(self.core.db, row)
+        return InstanceOut.model_validate(stored.body) if stored.fingerprint == fingerprint else out
 
     def import_instances(
         self, ctx: RequestContext, entity: str, state: str, attribute_sets: list[dict[str, Any]]

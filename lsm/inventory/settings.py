@@ -48,7 +48,8 @@ def selector_parts(spec: Any) -> list[tuple[str, dict[str, Any]]]:
 class EnvironmentSettings(BaseModel):
     """Settings of one environment (``GET/PUT /api/v1/environments/{env}/settings``)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    #: strict: ``"partial_compiles": 0`` is refused, not read as false
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
 
     partial_compiles: bool = Field(True, description="Lifecycle-triggered exporting compiles are partial.")
     batched_partial_compiles: bool = Field(True, description="Pending partial compiles merge into one.")

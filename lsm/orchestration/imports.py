@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from lsm.catalog import validate_attributes
+from lsm.catalog import identity_value, validate_attributes
 from lsm.errors import Conflict, InvalidAttributes, InvalidInput
 from lsm.inventory.bulk import import_instances as insert_instances
 from lsm.inventory.database import Database
@@ -32,7 +32,9 @@ def import_instances(
     validated = []
     for index, attributes in enumerate(attribute_sets):
         try:
-            validated.append(validate_attributes(binding.entity, attributes))
+            checked = validate_attributes(binding.entity, attributes)
+            identity_value(checked, binding.identity)
+            validated.append(checked)
         except InvalidAttributes as exc:
             raise InvalidAttributes([{**e, "path": f"[{index}].{e['path']}"} for e in exc.errors]) from None
     try:

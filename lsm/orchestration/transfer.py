@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from lsm.catalog import Binding, validate_create, validate_server_write, validate_update
+from lsm.catalog import Binding, identity_value, validate_create, validate_server_write, validate_update
 from lsm.errors import (
     Conflict,
     IdentityConflict,
@@ -281,9 +281,8 @@ class _Transaction:
         attributes = validate_create(binding.entity, command.attributes)
         state = self.ctx.machine(binding).initial_state(command.initial_state)
         instance_id = self.new_instance_id(command.instance_id)
-        identity = None
-        if binding.identity is not None:
-            identity = str(attributes[binding.identity])
+        identity = identity_value(attributes, binding.identity)
+        if identity is not None:
             clash = repo.identity_taken(self.session, self.ctx.env_id, binding.name, identity)
             if clash is not None:
                 raise IdentityConflict(

@@ -31,6 +31,7 @@ from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",
@@ -38,6 +39,7 @@ ENV_VARS = {
     "environment": "LSM_ENVIRONMENT",
     "host": "LSM_HOST",
     "port": "LSM_PORT",
+    "max_body_bytes": "LSM_MAX_BODY_BYTES",
 }
 #: ``LSM_AUTH=1`` turns authentication on (as ``[auth] enabled = true``)
 AUTH_ENV_VAR = "LSM_AUTH"
@@ -61,6 +63,8 @@ class ServerConfig(BaseModel):
     poll_interval: float = Field(1.0, gt=0, le=60)
     #: seconds a claimed compile's lease lasts unrenewed: how soon a dead worker's work is taken over
     lease_ttl: float = Field(30.0, ge=1, le=3600)
+    #: the largest request body the API accepts, in bytes (413 above it)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1024**3)
     #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
     role: str = "lsm-server"
     #: models environments may be given by name (``model`` is offered too, under its file name)

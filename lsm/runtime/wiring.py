@@ -261,7 +261,12 @@ class ApiRuntime(_Runtime):
     ) -> None:
         super().__init__(config, core, environments, processing, owns_db=owns_db)
         self.facades = Facades.over(core)
-        self.app: FastAPI = create_app(self.facades, is_ready=lambda: self.ready, auth=config.auth)
+        self.app: FastAPI = create_app(
+            self.facades,
+            is_ready=lambda: self.ready,
+            auth=config.auth,
+            max_body_bytes=config.max_body_bytes,
+        )
 
     def start(self) -> None:
         """Ready to serve; the embedded compile processing runs when ``config.embedded_worker``."""

@@ -12,25 +12,28 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.schemas.inventory import InstanceOut
+from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT, MAX_REF_LENGTH
 
 #: the most items (creates plus updates) one bulk request may hold
 MAX_BULK_ITEMS = 10_000
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class BulkCreate(_Body):
     attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
     service_instance_id: str | None = Field(
-        None, description="A chosen instance id (a UUID); generated if absent."
+        None, max_length=MAX_ID_LENGTH, description="A chosen instance id (a UUID); generated if absent."
     )
 
 
 class BulkUpdate(_Body):
-    id: str = Field(description="An instance id, or <identity_attr>=<value>.")
-    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
+    id: str = Field(max_length=MAX_REF_LENGTH, description="An instance id, or <identity_attr>=<value>.")
+    current_version: int = Field(
+        ge=0, le=MAX_INT, description="The version the update is based on; 409 if it is not current."
+    )
     attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
 
 

@@ -35,7 +35,7 @@ class CompileOut(BaseModel):
 
 
 class CompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     kind: Literal["full", "partial"] = "full"
     instance_ids: list[str] | None = Field(None, description="Partial: these instances (and their trees).")

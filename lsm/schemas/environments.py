@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lsm.schemas.limits import MAX_NAME_LENGTH
+
 
 class EnvironmentOut(BaseModel):
     id: str
@@ -25,9 +27,9 @@ class SettingOut(BaseModel):
 
 
 class CreateEnvironment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
     model: str | None = Field(
         None,
         description="A model the server offers: its name, or a path under the server's model_dirs; "
@@ -46,6 +48,6 @@ class ModelChoice(BaseModel):
 
 
 class SettingValue(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     value: Any = Field(description="The new value; its type is checked against the setting.")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.schemas.compile_reports import CompileOut
 from lsm.schemas.deploy import DeploymentProgress
+from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT, MAX_NAME_LENGTH
 
 
 class InstanceOut(BaseModel):
@@ -58,25 +59,31 @@ class EventOut(BaseModel):
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields refused, and no coercion (``"wait": 0`` is not a boolean)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CreateInstance(_Body):
     attributes: dict[str, Any] = Field(description="The instance's attributes (the candidate set).")
     service_instance_id: str | None = Field(
-        None, description="A chosen instance id (a UUID); generated if absent."
+        None, max_length=MAX_ID_LENGTH, description="A chosen instance id (a UUID); generated if absent."
     )
-    initial_state: str | None = Field(None, description="One of the lifecycle's alternative initial states.")
+    initial_state: str | None = Field(
+        None, max_length=MAX_NAME_LENGTH, description="One of the lifecycle's alternative initial states."
+    )
 
 
 class UpdateInstance(_Body):
-    current_version: int = Field(description="The version the update is based on; 409 if it is not current.")
+    current_version: int = Field(
+        ge=0, le=MAX_INT, description="The version the update is based on; 409 if it is not current."
+    )
     attributes: dict[str, Any] = Field(description="Merged, top level, into the candidate set.")
 
 
 class SetStateRequest(_Body):
-    current_version: int
-    target_state: str
+    current_version: int = Field(ge=0, le=MAX_INT)
+    target_state: str = Field(max_length=MAX_NAME_LENGTH)
     message: str | None = None
 
 

@@ -1,0 +1,97 @@
+"""What an answer may tell about the server: no tracebacks, no absolute server paths.
+
+Why: error bodies and compile reports are read by any caller, and a traceback or a path such
+as ``/srv/lsm/venv/lib/.../models/net.py`` tells an attacker how the server is laid out. The
+server log keeps everything; answers get a redacted copy. A model's own ``file:line`` stays
+useful without its directory: paths are cut to their last two parts (``net/__init__.py:12``).
+
+A caller may ask for the details with ``X-LSM-Debug: 1``; it gets them only when
+``may_see_details`` says so. That gate is the one function authorisation will fill in (admins
+only); until then nobody sees details.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.requests import HTTPConnection
+
+#: the request header with which a caller asks for tracebacks and full paths
+DEBUG_HEADER = "X-LSM-Debug"
+#: keys that hold a traceback in error bodies and compile reports
+TRACEBACK_KEYS = frozenset({"traceback"})
+
+#: an absolute POSIX path of at least two parts (a URL's path is only matched after a scheme)
+#: (not after ``=``: ``path=/etc/motd`` in a resource id is the caller's data, not the server's)
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~=-])/(?:[\w.@+~-]+/)+[\w.@+~-]+")
+
+
+def asked_for_details(request: HTTPConnection) -> bool:
+    """Whether the caller sent ``X-LSM-Debug: 1``."""
+    return request.headers.get(DEBUG_HEADER, "").strip() == "1"
+
+
+def may_see_details(request: HTTPConnection) -> bool:
+    """Whether this caller may see tracebacks and server paths (when it asked for them).
+
+    The single gate for authorisation to fill in (admins only); nobody may, today.
+    """
+    return False
+
+
+def shows_details(request: HTTPConnection) -> bool:
+    """Details are shown only to a caller who asked for them and may see them."""
+    return asked_for_details(request) and may_see_details(request)
+
+
+def short_path(match: re.Match[str]) -> str:
+    parts = match.group(0).rsplit("/", 2)
+    return "/".join(parts[-2:])
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every absolute path cut to its last two parts."""
+    return _ABSOLUTE_PATH.sub(short_path, text)
+
+
+def printable(text: str) -> str:
+    """``text`` safe to echo in an answer: lone surrogates and NULs escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+def printable_errors(errors: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Error entries whose strings can be encoded (a field name may hold a lone surrogate)."""
+    return [{k: printable(v) for k, v in e.items()} for e in errors]
+
+
+def without_tracebacks(value: Any) -> Any:
+    """A copy of JSON-like ``value`` without traceback keys (anything else unchanged)."""
+    if isinstance(value, dict):
+        return {k: without_tracebacks(v) for k, v in value.items() if k not in TRACEBACK_KEYS}
+    if isinstance(value, list | tuple):
+        return [without_tracebacks(v) for v in value]
+    return value
+
+
+def redact_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A compile report as any caller may see it: no tracebacks, no server path in its error.
+
+    Only the error is scanned for paths: the rest (selected instances, resource ids) is the
+    caller's own data, where a ``/`` means what the caller meant.
+    """
+    out = without_tracebacks(report)
+    if "error" in out:
+        out["error"] = redact(out["error"])
+    return dict(out)
+
+
+def redact(value: Any) -> Any:
+    """A copy of JSON-like ``value`` without traceback keys and with paths shortened."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items() if k not in TRACEBACK_KEYS}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value

@@ -1,0 +1,77 @@
+"""Idempotency keys of creates: the first answer to a request, kept for a day.
+
+Why: a client whose create timed out or lost its connection can not know whether the instance
+was made. Retrying with the same ``Idempotency-Key`` (or the same chosen instance id) must
+return the first answer, not a duplicate instance and not a 409. A key is scoped to one
+environment; its row holds a fingerprint of the request (so that the same key with another
+body is refused, not answered with someone else's result), the instance it created, and the
+answer's body. Rows older than ``KEY_TTL`` are ignored and deleted as new keys are written.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Column, Index, delete
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Session, SQLModel, col
+
+from lsm.inventory.database import Database, JsonType
+from lsm.inventory.tables import utcnow
+from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
+
+#: how long a key is remembered
+KEY_TTL = timedelta(days=1)
+
+
+class IdempotencyKeyRow(SQLModel, table=True):
+    """The first answer to a create made with ``key`` in environment ``env_id``."""
+
+    __tablename__ = "lsm_idempotency_key"
+    __table_args__ = (
+        # expiry: delete the rows older than a day without scanning the live ones
+        Index("ix_lsm_idempotency_key_created", "created_at"),
+    )
+    env_id: str = Field(primary_key=True, max_length=36)
+    key: str = Field(primary_key=True, max_length=MAX_IDEMPOTENCY_KEY_LENGTH)
+    #: sha256 of the request (entity, attributes, chosen id, initial state)
+    fingerprint: str = Field(max_length=64)
+    instance_id: str = Field(max_length=36)
+    status: int = 200
+    body: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+def find_key(
+    session: Session, env_id: str, key: str, *, now: datetime | None = None
+) -> IdempotencyKeyRow | None:
+    """The live (not expired) row of ``key`` in ``env_id``."""
+    oldest = (now or utcnow()) - KEY_TTL
+    row = session.get(IdempotencyKeyRow, (env_id, key))
+    if row is None or _aware(row.created_at) < oldest:
+        return None
+    return row
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; they are UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def remember_key(db: Database, row: IdempotencyKeyRow) -> IdempotencyKeyRow:
+    """Store ``row`` unless a live row of its key exists; the row that is stored afterwards.
+
+    Expired rows (of every environment) are deleted in the same transaction: keys cost one
+    row per create for a day, never more.
+    """
+    try:
+        with db.write() as session:
+            expired = col(IdempotencyKeyRow.created_at) < utcnow() - KEY_TTL
+            session.execute(delete(IdempotencyKeyRow).where(expired))
+            session.add(row)
+    except IntegrityError:  # a concurrent request with the same key stored its answer first
+        pass
+    with db.read() as session:
+        stored = find_key(session, row.env_id, row.key)
+    return stored if stored is not None else row

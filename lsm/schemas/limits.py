@@ -1,0 +1,34 @@
+"""The sizes a request may have: one definition, shared by the API, the engine and the client.
+
+Why here (the bottom layer): every limit must fit what the stores can hold on BOTH backends,
+and the API, the orchestration (identity values) and the schemas of request bodies all check
+against the same numbers. Each number says which storage limit it keeps clear of:
+
+* integers are stored in ``INTEGER`` columns, 32-bit on PostgreSQL: versions, counts and
+  offsets above ``MAX_INT`` could never match a row, and used to be a 500 (SQLite refuses
+  Python ints above 64 bits; PostgreSQL refuses an ``integer`` out of range);
+* names (environment, entity, lifecycle, state, selector ...) live in ``VARCHAR(200)``
+  columns that are part of indexes;
+* identity values live in a unique index and end up in resource ids, which are index keys of
+  the desired-state and deploy tables: a PostgreSQL btree row holds at most ~2700 bytes, so an
+  identity of at most 255 characters (at most 1020 bytes of UTF-8) leaves room for the rest of
+  a resource id;
+* ids are UUIDs (36 characters); an instance reference is an id or ``<attr>=<identity>``.
+"""
+
+from __future__ import annotations
+
+#: the largest integer accepted in a query, a path or a version field (PostgreSQL ``integer``)
+MAX_INT = 2**31 - 1
+#: the longest name (environment, entity, lifecycle, state, setting, selector)
+MAX_NAME_LENGTH = 200
+#: the longest identity value of an instance
+MAX_IDENTITY_LENGTH = 255
+#: the longest id (instance, compile, environment: UUIDs)
+MAX_ID_LENGTH = 36
+#: the longest instance reference: an id or ``<identity_attr>=<value>``
+MAX_REF_LENGTH = MAX_NAME_LENGTH + 1 + MAX_IDENTITY_LENGTH
+#: the longest ``Idempotency-Key``
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
+#: the largest request body accepted by default (bytes); ``ServerConfig.max_body_bytes``
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
