@@ -200,6 +200,9 @@ class InstanceResourcesRow(SQLModel, table=True):
     resource_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
     instance_version: int | None = Field(default=None)
     instance_state: str | None = Field(default=None, max_length=200)
+    #: the instance's ``desired_state_version`` at that compile (0005): the deploy engine fires
+    #: an instance's resource-based transfer only when this equals the instance's own
+    instance_desired_state_version: int | None = Field(default=None)
 
 
 class InstanceChangeRow(SQLModel, table=True):

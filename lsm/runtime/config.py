@@ -50,8 +50,24 @@ class ServerConfig(BaseModel):
     poll_interval: float = Field(1.0, gt=0, le=60)
     #: seconds a claimed compile's lease lasts unrenewed: how soon a dead worker's work is taken over
     lease_ttl: float = Field(30.0, ge=1, le=3600)
-    #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
+    #: what this process is, in leases and logs (``lsm server``, ``lsm worker``, ``lsm agent``)
     role: str = "lsm-server"
+    #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
+    embedded_agent: bool = False
+    #: the agent names this process may hold (empty: every name)
+    agent_names: list[str] = Field(default_factory=list)
+    #: global noop for this agent process (``lsm agent --noop``); no resource can undo it
+    agent_noop: bool = False
+    #: a global semaphore: at most this many handlers of this process at once (``--sema N``)
+    agent_sema: int | None = Field(None, ge=1)
+    #: handler threads of an agent process (resources of a batch run concurrently on them)
+    agent_threads: int = Field(8, ge=1, le=256)
+    #: resources claimed per batch
+    agent_batch: int = Field(200, ge=1, le=10_000)
+    #: seconds one resource's handler may run (overrides the environment setting ``deploy_timeout``)
+    deploy_timeout: float | None = Field(None, gt=0)
+    #: the directory handlers may write under (default: ``lsm-state`` beside the SQLite file, or in cwd)
+    state_dir: str | None = None
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> ServerConfig:

@@ -1,0 +1,457 @@
+"""The deploy agents' statements: which names have work, claims, result writes, take-over.
+
+Why SQL Core in batches: an agent claims up to a few hundred ready resources in one statement
+and writes their results in one transaction (state rows by executemany, action rows by one
+bulk insert), so the store costs a few statements per batch, not per resource.
+
+Readiness is decided in the claim itself, through ``lsm_resource_require``:
+
+* a resource that is not purged is ready when none of the resources it requires is still open
+  (``pending`` / ``deploying``); if one of them is ``failed`` or ``skipped`` it is *skipped*
+  instead of run;
+* a purged resource is deleted after the purged resources that require it: it is ready when
+  none of those is still open (skipped when one of them failed or was skipped).
+
+Results are *fenced*: written only to rows still ``deploying`` and ``claimed_by`` the owner that
+ran them, so a taken-over agent's late results are dropped; a row whose desired hash changed
+while it ran becomes ``pending`` for the new hash instead of ``deployed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, case, exists, insert, select, text, update
+
+from lsm.inventory.deploy_plan import chunks
+from lsm.inventory.deploy_tables import (
+    OPEN_STATUSES_SQL,
+    lsm_resource_action,
+    lsm_resource_require,
+    lsm_resource_state,
+)
+from lsm.inventory.desired_state_tables import ds_resource
+from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
+
+_state = lsm_resource_state
+_req = lsm_resource_require
+_records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
+_instances = InstanceRow.metadata.tables["lsm_instance"]
+
+#: statuses of a required resource that still hold its dependants back
+WAITING = ("pending", "deploying")
+#: statuses of a required resource that skip its dependants
+BLOCKING = ("failed", "skipped")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """One claimed resource: what the executor needs and what its result write carries."""
+
+    resource_id: str
+    agent: str
+    set_name: str
+    version: int
+    desired_hash: str
+    purged: bool
+    attempts: int
+    bucket_tokens: float | None
+    bucket_at: datetime | None
+    #: it was ``deployed`` and its poll (or repair) was due: a re-check, not a change
+    recheck: bool
+
+
+def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:
+    """``(env_id, agent)`` with open work: pending/deploying rows, or deployed rows whose poll is due."""
+    names = {
+        (r[0], r[1])
+        for r in conn.execute(
+            select(_state.c.env_id, _state.c.agent).where(text(OPEN_STATUSES_SQL)).distinct()
+        )
+    }
+    due = select(_state.c.env_id, _state.c.agent).where(
+        text("poll_at IS NOT NULL"), _state.c.poll_at <= now, _state.c.status == "deployed"
+    )
+    names.update((r[0], r[1]) for r in conn.execute(due.distinct()))
+    return names
+
+
+def release_names(conn: Connection, env_id: str, agents: Sequence[str], *, owner: str | None = None) -> int:
+    """Rows left ``deploying`` by these agents go back to ``pending`` (a take-over, or a shutdown
+    of ``owner``): no resource stays ``deploying`` without a live holder."""
+    query = update(_state).where(
+        text(OPEN_STATUSES_SQL),
+        _state.c.env_id == env_id,
+        _state.c.agent.in_(list(agents)),
+        _state.c.status == "deploying",
+    )
+    if owner is not None:
+        query = query.where(_state.c.claimed_by == owner)
+    result = conn.execute(query.values(status="pending", claimed_by=None))
+    return int(result.rowcount)
+
+
+def claim(
+    conn: Connection, env_id: str, agents: Sequence[str], owner: str, now: datetime, limit: int
+) -> tuple[list[Claimed], list[str]]:
+    """Claim up to ``limit`` ready resources of ``agents`` (-> ``deploying``); mark the blocked ones
+    ``skipped``. Returns (claimed, skipped ids). Call inside a write transaction."""
+    s = _state
+    dep = _state.alias("dep")
+    # not purged: the resources it requires, by status
+    forward = (
+        select(dep.c.resource_id)
+        .select_from(
+            _req.join(dep, and_(dep.c.resource_id == _req.c.required_id, dep.c.env_id == _req.c.env_id))
+        )
+        .where(_req.c.env_id == s.c.env_id, _req.c.resource_id == s.c.resource_id)
+    )
+    # purged: the purged resources that require it, by status
+    backward = (
+        select(dep.c.resource_id)
+        .select_from(
+            _req.join(dep, and_(dep.c.resource_id == _req.c.resource_id, dep.c.env_id == _req.c.env_id))
+        )
+        .where(_req.c.env_id == s.c.env_id, _req.c.required_id == s.c.resource_id, dep.c.purged.is_(True))
+    )
+    waiting = case(
+        (s.c.purged.is_(True), exists(backward.where(dep.c.status.in_(WAITING)))),
+        else_=exists(forward.where(dep.c.status.in_(WAITING))),
+    )
+    blocked = case(
+        (s.c.purged.is_(True), exists(backward.where(dep.c.status.in_(BLOCKING)))),
+        else_=exists(forward.where(dep.c.status.in_(BLOCKING))),
+    )
+    columns = (
+        s.c.resource_id,
+        s.c.agent,
+        s.c.set_name,
+        s.c.version,
+        s.c.desired_hash,
+        s.c.purged,
+        s.c.attempts,
+        s.c.bucket_tokens,
+        s.c.bucket_at,
+        s.c.status,
+    )
+    pending = (
+        select(*columns, blocked.label("blocked"))
+        .where(
+            text(OPEN_STATUSES_SQL),
+            s.c.env_id == env_id,
+            s.c.agent.in_(list(agents)),
+            s.c.status == "pending",
+            (s.c.next_attempt_at.is_(None)) | (s.c.next_attempt_at <= now),
+            ~waiting,
+        )
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        pending = pending.with_for_update(skip_locked=True, of=s)
+    rows = list(conn.execute(pending))
+    if len(rows) < limit:
+        polled = (
+            select(
+                *columns,
+                text("false AS blocked") if conn.dialect.name == "postgresql" else text("0 AS blocked"),
+            )
+            .where(
+                text("poll_at IS NOT NULL"),
+                s.c.env_id == env_id,
+                s.c.poll_at <= now,
+                s.c.agent.in_(list(agents)),
+                s.c.status == "deployed",
+            )
+            .limit(limit - len(rows))
+        )
+        if conn.dialect.name == "postgresql":
+            polled = polled.with_for_update(skip_locked=True, of=s)
+        rows.extend(conn.execute(polled))
+    claimed: list[Claimed] = []
+    skipped: list[str] = []
+    for row in rows:
+        if row.blocked:
+            skipped.append(row.resource_id)
+            continue
+        claimed.append(
+            Claimed(
+                resource_id=row.resource_id,
+                agent=row.agent,
+                set_name=row.set_name,
+                version=row.version,
+                desired_hash=row.desired_hash,
+                purged=bool(row.purged),
+                attempts=row.attempts,
+                bucket_tokens=row.bucket_tokens,
+                bucket_at=row.bucket_at,
+                recheck=row.status == "deployed",
+            )
+        )
+    for part in chunks([c.resource_id for c in claimed]):
+        conn.execute(
+            update(s)
+            .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
+            .values(status="deploying", claimed_by=owner, poll_at=None)
+        )
+    if skipped:
+        by_id = {row.resource_id: row for row in rows}
+        for part in chunks(skipped):
+            conn.execute(
+                update(s)
+                .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
+                .values(status="skipped", last_action="skip", last_action_at=now, claimed_by=None)
+            )
+        conn.execute(
+            insert(lsm_resource_action),
+            [
+                {
+                    "env_id": env_id,
+                    "resource_id": rid,
+                    "version": by_id[rid].version,
+                    "action": "skip",
+                    "status": "skipped",
+                    "changes": {},
+                    "messages": [
+                        {
+                            "level": "info",
+                            "message": "skipped: a resource it depends on failed or was skipped",
+                            "at": now.isoformat(),
+                            "data": {},
+                        }
+                    ],
+                    "started_at": now,
+                    "duration_ms": 0.0,
+                    "agent": by_id[rid].agent,
+                    "dry_run": False,
+                }
+                for rid in skipped
+            ],
+        )
+    return claimed, skipped
+
+
+def desired_records(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The current stored ``(attributes, requires)`` text of these resources."""
+    out: dict[str, tuple[str, str]] = {}
+    for part in chunks(list(resource_ids)):
+        query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
+            ds_resource.c.resource_id.in_(part),
+            ds_resource.c.env_id == env_id,
+            ds_resource.c.superseded_in.is_(None),
+        )
+        out.update((r[0], (r[1], r[2])) for r in conn.execute(query))
+    return out
+
+
+@dataclass
+class Result:
+    """The outcome of one claimed resource, as written to its state row and action log."""
+
+    resource_id: str
+    agent: str
+    version: int
+    #: the hash of the attributes that actually ran (fences a result against a newer version)
+    ran_hash: str
+    status: str
+    attempts: int
+    deployed_hash: str | None
+    last_error: str | None
+    next_attempt_at: datetime | None
+    poll_at: datetime | None
+    bucket_tokens: float | None
+    bucket_at: datetime | None
+    #: the action log line; ``None``: nothing ran (a rate limit said wait)
+    action: dict[str, Any] | None
+    set_name: str = ""
+
+
+def write_results(
+    conn: Connection, env_id: str, owner: str, now: datetime, results: Sequence[Result]
+) -> set[str]:
+    """Write a batch's results in the caller's transaction; returns the ids actually written.
+
+    On a success, dependants that were ``skipped`` go back to ``pending`` (and, for a deleted
+    purged resource, the purged resources it required).
+    """
+    if not results:
+        return set()
+    s = _state
+    ids = [r.resource_id for r in results]
+    mine: set[str] = set()
+    for part in chunks(ids):
+        query = select(s.c.resource_id).where(
+            text(OPEN_STATUSES_SQL),
+            s.c.env_id == env_id,
+            s.c.resource_id.in_(part),
+            s.c.status == "deploying",
+            s.c.claimed_by == owner,
+        )
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        mine.update(r[0] for r in conn.execute(query))
+    kept = [r for r in results if r.resource_id in mine]
+    if kept:
+        same = s.c.desired_hash == bindparam("ran_hash")
+        conn.execute(
+            update(s)
+            .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
+            .values(
+                status=case((same, bindparam("new_status")), else_="pending"),
+                attempts=case((same, bindparam("new_attempts")), else_=0),
+                deployed_hash=case(
+                    (bindparam("success") == 1, bindparam("ran_hash")), else_=s.c.deployed_hash
+                ),
+                last_deployed_version=case(
+                    (bindparam("success") == 1, bindparam("ran_version")), else_=s.c.last_deployed_version
+                ),
+                last_error=bindparam("new_error"),
+                last_action=case((bindparam("acted") == 1, bindparam("new_action")), else_=s.c.last_action),
+                last_action_at=case((bindparam("acted") == 1, bindparam("now")), else_=s.c.last_action_at),
+                next_attempt_at=case((same, bindparam("new_next")), else_=None),
+                poll_at=bindparam("new_poll"),
+                bucket_tokens=bindparam("new_tokens"),
+                bucket_at=bindparam("new_bucket_at"),
+                claimed_by=None,
+            ),
+            [
+                {
+                    "rid": r.resource_id,
+                    "ran_hash": r.ran_hash,
+                    "ran_version": r.version,
+                    "new_status": r.status,
+                    "new_attempts": r.attempts,
+                    "success": 1 if r.deployed_hash is not None else 0,
+                    "new_error": r.last_error,
+                    "acted": 1 if r.action is not None else 0,
+                    "new_action": r.action["action"] if r.action is not None else None,
+                    "now": now,
+                    "new_next": r.next_attempt_at,
+                    "new_poll": r.poll_at,
+                    "new_tokens": r.bucket_tokens,
+                    "new_bucket_at": r.bucket_at,
+                }
+                for r in kept
+            ],
+        )
+    actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
+    if actions:
+        conn.execute(insert(lsm_resource_action), actions)
+    succeeded = [r.resource_id for r in kept if r.status == "deployed"]
+    for part in chunks(succeeded):
+        dependants = select(_req.c.resource_id).where(_req.c.env_id == env_id, _req.c.required_id.in_(part))
+        required = select(_req.c.required_id).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part))
+        conn.execute(
+            update(s)
+            .where(
+                s.c.env_id == env_id,
+                s.c.status == "skipped",
+                (s.c.resource_id.in_(dependants) & s.c.purged.is_(False))
+                | (s.c.resource_id.in_(required) & s.c.purged.is_(True)),
+            )
+            .values(status="pending", next_attempt_at=None)
+        )
+    return mine
+
+
+def reset_for_deploy(conn: Connection, env_id: str, agents: Sequence[str] | None, *, repair: bool) -> int:
+    """Failed and skipped rows (and, with ``repair``, deployed ones too) become ``pending`` again."""
+    statuses = ["failed", "skipped", "noop_pending"] + (["deployed"] if repair else [])
+    query = update(_state).where(_state.c.env_id == env_id, _state.c.status.in_(statuses))
+    if agents:
+        query = query.where(_state.c.agent.in_(list(agents)))
+    result = conn.execute(query.values(status="pending", attempts=0, next_attempt_at=None))
+    return int(result.rowcount)
+
+
+def statuses_of(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, str]:
+    """``{resource_id: status}`` of these resources (keyed reads; unknown ids left out)."""
+    out: dict[str, str] = {}
+    for part in chunks(list(resource_ids)):
+        query = select(_state.c.resource_id, _state.c.status).where(
+            _state.c.resource_id.in_(part), _state.c.env_id == env_id
+        )
+        out.update((r[0], r[1]) for r in conn.execute(query))
+    return out
+
+
+def notify(conn: Connection, env_id: str) -> None:
+    """PostgreSQL: wake listening agents (``lsm.services.wakeup``) when the caller commits."""
+    if conn.dialect.name == "postgresql":
+        from lsm.inventory.compile_requests import NOTIFY_CHANNEL
+
+        conn.execute(text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": env_id})
+
+
+# -- lifecycle feedback -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InstanceDeploy:
+    """One instance of an affected set: its record and where its resources' deploys stand."""
+
+    instance_id: str
+    entity: str
+    state: str
+    desired_state_version: int
+    statuses: tuple[str, ...]
+
+
+def instances_of_sets(conn: Connection, env_id: str, set_names: Iterable[str]) -> list[InstanceDeploy]:
+    """The live instances recorded in these sets whose record matches their desired state, with
+    the statuses of their resources (a resource with no state row counts as ``pending``)."""
+    names = sorted({n for n in set_names if n})
+    out: list[InstanceDeploy] = []
+    for part in chunks(names):
+        query = (
+            select(
+                _records.c.instance_id,
+                _records.c.resource_ids,
+                _instances.c.entity,
+                _instances.c.state,
+                _instances.c.desired_state_version,
+            )
+            .select_from(
+                _records.join(
+                    _instances,
+                    and_(_instances.c.id == _records.c.instance_id, _instances.c.env_id == _records.c.env_id),
+                )
+            )
+            .where(
+                _records.c.env_id == env_id,
+                _records.c.set_name.in_(part),
+                _records.c.instance_desired_state_version == _instances.c.desired_state_version,
+                _instances.c.deleted.is_(False),
+            )
+        )
+        records = list(conn.execute(query))
+        statuses = statuses_of(conn, env_id, [rid for record in records for rid in record.resource_ids or ()])
+        for record in records:
+            out.append(
+                InstanceDeploy(
+                    instance_id=record.instance_id,
+                    entity=record.entity,
+                    state=record.state,
+                    desired_state_version=record.desired_state_version,
+                    statuses=tuple(statuses.get(rid, "pending") for rid in record.resource_ids or ()),
+                )
+            )
+    return out
+
+
+__all__ = [
+    "BLOCKING",
+    "WAITING",
+    "Claimed",
+    "InstanceDeploy",
+    "Result",
+    "claim",
+    "desired_records",
+    "instances_of_sets",
+    "notify",
+    "open_names",
+    "release_names",
+    "reset_for_deploy",
+    "statuses_of",
+    "write_results",
+]
