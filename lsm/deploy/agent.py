@@ -101,8 +101,9 @@ class DeployWork:
                 deploy_state.write_results(
                     session.connection(), self.env_id, service.owner, service.clock(), results
                 )
-            sets = {r.set_name for r in results if r.status in FINAL} | self.skipped_sets
-            service.feedback.run(self.env_id, sets)
+            final = [r for r in results if r.status in FINAL]
+            sets = {r.set_name for r in final} | self.skipped_sets
+            service.feedback.run(self.env_id, sets, {r.resource_id for r in final} | set(self.skipped))
         except Exception:
             log.exception(
                 "deploy batch of environment %s failed; its resources go back to pending", self.env_id

@@ -19,7 +19,7 @@ the instance in a state where the outcome fires nothing new. The actor is ``syst
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from lsm.errors import LsmError
 from lsm.inventory import deploy_state
@@ -46,8 +46,13 @@ class Feedback:
         self.orchestrator = orchestrator
         self.contexts = contexts
 
-    def run(self, env_id: str, set_names: Iterable[str]) -> int:
-        """Fire the resource-based transfers that the deploys of these sets completed; how many ran."""
+    def run(self, env_id: str, set_names: Iterable[str], changed: Collection[str] | None = None) -> int:
+        """Fire the resource-based transfers that the deploys of these sets completed; how many ran.
+
+        ``changed``: the resources whose outcome is new (a batch's results); only instances that
+        own one of them are looked at, so another resource's outcome in the same set does not
+        repeat an instance's failure. ``None`` (a new plan): every instance of the sets.
+        """
         names = {n for n in set_names if n}
         if not names:
             return 0
@@ -58,6 +63,8 @@ class Feedback:
         ctx = self.contexts(env_id)
         fired = 0
         for instance in found:
+            if changed is not None and not any(rid in changed for rid in instance.resource_ids):
+                continue
             try:
                 binding = ctx.binding(instance.entity)
                 transfers = ctx.lifecycle(binding).transfers_from(instance.state)
@@ -70,7 +77,9 @@ class Feedback:
                 continue
             failed, skipped = instance.statuses.count("failed"), instance.statuses.count("skipped")
             message = (
-                "resources deployed" if success else f"resource deploy failed: {failed} failed, {skipped} skipped"
+                "resources deployed"
+                if success
+                else f"resource deploy failed: {failed} failed, {skipped} skipped"
             )
             try:
                 before = instance.state

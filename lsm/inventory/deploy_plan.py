@@ -24,15 +24,30 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Integer, bindparam, case, delete, insert, select, text, update
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Integer,
+    String,
+    bindparam,
+    case,
+    delete,
+    insert,
+    select,
+    text,
+    update,
+)
 
+from lsm.inventory.database import JsonType
 from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_require, lsm_resource_state
 from lsm.inventory.desired_state_tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
+from lsm.inventory.tables import InstanceResourcesRow
 
 CHUNK = 500
 T = TypeVar("T")
 
 _state = lsm_resource_state
+_records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
 _req = lsm_resource_require
 
 
@@ -166,7 +181,13 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
         conn.execute(delete(_state).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part)))
         conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part)))
     result.removed = len(gone)
-    # 3. the cursor
+    # 3. the trees whose instances were compiled since (an unchanged set writes no resource row,
+    #    but its instances' desired-state versions moved: the feedback must look at them)
+    records = select(_records.c.set_name).where(
+        _records.c.env_id == env_id, _records.c.desired_state_version > base
+    )
+    touched.update(r[0] for r in conn.execute(records.distinct()))
+    # 4. the cursor
     conn.execute(
         update(lsm_deploy_head).where(lsm_deploy_head.c.env_id == env_id).values(planned_version=latest)
     )
@@ -235,14 +256,14 @@ def _upsert(conn: Connection, env_id: str, version: int, rows: Sequence[Any]) ->
                 update(_state)
                 .where(_state.c.env_id == env_id, _state.c.resource_id == bindparam("rid"))
                 .values(
-                    agent=bindparam("agent"),
-                    resource_type=bindparam("resource_type"),
-                    set_name=bindparam("set_name"),
-                    purged=bindparam("purged"),
-                    requires=bindparam("requires"),
-                    version=bindparam("version"),
-                    desired_hash=bindparam("desired_hash"),
-                    status=bindparam("new_status"),
+                    agent=bindparam("agent", type_=String()),
+                    resource_type=bindparam("resource_type", type_=String()),
+                    set_name=bindparam("set_name", type_=String()),
+                    purged=bindparam("purged", type_=Boolean()),
+                    requires=bindparam("requires", type_=JsonType),
+                    version=bindparam("version", type_=Integer()),
+                    desired_hash=bindparam("desired_hash", type_=String()),
+                    status=bindparam("new_status", type_=String()),
                     attempts=case((bindparam("reset", type_=Integer()) == 1, 0), else_=_state.c.attempts),
                     next_attempt_at=case(
                         (bindparam("reset", type_=Integer()) == 1, None), else_=_state.c.next_attempt_at

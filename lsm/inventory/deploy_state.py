@@ -24,7 +24,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, exists, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    Text,
+    and_,
+    bindparam,
+    case,
+    exists,
+    insert,
+    select,
+    text,
+    update,
+)
 
 from lsm.inventory.deploy_plan import chunks
 from lsm.inventory.deploy_tables import (
@@ -40,6 +55,8 @@ _state = lsm_resource_state
 _req = lsm_resource_require
 _records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
 _instances = InstanceRow.metadata.tables["lsm_instance"]
+
+_TS = DateTime(timezone=True)
 
 #: statuses of a required resource that still hold its dependants back
 WAITING = ("pending", "deploying")
@@ -294,26 +311,34 @@ def write_results(
         mine.update(r[0] for r in conn.execute(query))
     kept = [r for r in results if r.resource_id in mine]
     if kept:
-        same = s.c.desired_hash == bindparam("ran_hash")
+        same = s.c.desired_hash == bindparam("ran_hash", type_=String())
         conn.execute(
             update(s)
             .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
             .values(
-                status=case((same, bindparam("new_status")), else_="pending"),
-                attempts=case((same, bindparam("new_attempts")), else_=0),
+                status=case((same, bindparam("new_status", type_=String())), else_="pending"),
+                attempts=case((same, bindparam("new_attempts", type_=Integer())), else_=0),
                 deployed_hash=case(
-                    (bindparam("success") == 1, bindparam("ran_hash")), else_=s.c.deployed_hash
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_hash", type_=String())),
+                    else_=s.c.deployed_hash,
                 ),
                 last_deployed_version=case(
-                    (bindparam("success") == 1, bindparam("ran_version")), else_=s.c.last_deployed_version
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_version", type_=Integer())),
+                    else_=s.c.last_deployed_version,
                 ),
-                last_error=bindparam("new_error"),
-                last_action=case((bindparam("acted") == 1, bindparam("new_action")), else_=s.c.last_action),
-                last_action_at=case((bindparam("acted") == 1, bindparam("now")), else_=s.c.last_action_at),
-                next_attempt_at=case((same, bindparam("new_next")), else_=None),
-                poll_at=bindparam("new_poll"),
-                bucket_tokens=bindparam("new_tokens"),
-                bucket_at=bindparam("new_bucket_at"),
+                last_error=bindparam("new_error", type_=Text()),
+                last_action=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("new_action", type_=String())),
+                    else_=s.c.last_action,
+                ),
+                last_action_at=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("now", type_=_TS)),
+                    else_=s.c.last_action_at,
+                ),
+                next_attempt_at=case((same, bindparam("new_next", type_=_TS)), else_=None),
+                poll_at=bindparam("new_poll", type_=_TS),
+                bucket_tokens=bindparam("new_tokens", type_=Float()),
+                bucket_at=bindparam("new_bucket_at", type_=_TS),
                 claimed_by=None,
             ),
             [
@@ -394,6 +419,7 @@ class InstanceDeploy:
     entity: str
     state: str
     desired_state_version: int
+    resource_ids: tuple[str, ...]
     statuses: tuple[str, ...]
 
 
@@ -433,6 +459,7 @@ def instances_of_sets(conn: Connection, env_id: str, set_names: Iterable[str]) -
                     entity=record.entity,
                     state=record.state,
                     desired_state_version=record.desired_state_version,
+                    resource_ids=tuple(record.resource_ids or ()),
                     statuses=tuple(statuses.get(rid, "pending") for rid in record.resource_ids or ()),
                 )
             )

@@ -192,7 +192,11 @@ class InstanceResourcesRow(SQLModel, table=True):
     """
 
     __tablename__ = "lsm_instance_resources"
-    __table_args__ = (Index("ix_lsm_instance_resources_set", "env_id", "set_name"),)
+    __table_args__ = (
+        Index("ix_lsm_instance_resources_set", "env_id", "set_name"),
+        # "the records written since desired-state version p" (the deploy planner, 0005)
+        Index("ix_lsm_instance_resources_version", "env_id", "desired_state_version"),
+    )
     env_id: str = Field(primary_key=True, max_length=36)
     instance_id: str = Field(primary_key=True, max_length=36)
     set_name: str = Field(max_length=36)

@@ -101,9 +101,14 @@ def upgrade() -> None:
     # lifecycle feedback fires only for an instance whose record matches its desired state
     with op.batch_alter_table("lsm_instance_resources") as batch:
         batch.add_column(sa.Column("instance_desired_state_version", sa.Integer(), nullable=True))
+    # the deploy planner finds the records written since its last plan through it
+    op.create_index(
+        "ix_lsm_instance_resources_version", "lsm_instance_resources", ["env_id", "desired_state_version"]
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_lsm_instance_resources_version", table_name="lsm_instance_resources")
     with op.batch_alter_table("lsm_instance_resources") as batch:
         batch.drop_column("instance_desired_state_version")
     op.drop_table("lsm_deploy_head")
