@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -79,6 +79,11 @@ class Claimed:
     bucket_at: datetime | None
     #: it was ``deployed`` and its poll (or repair) was due: a re-check, not a change
     recheck: bool
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """SQLite keeps no offset (we always store UTC): make a read timestamp aware again."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:
@@ -203,7 +208,7 @@ def claim(
                 purged=bool(row.purged),
                 attempts=row.attempts,
                 bucket_tokens=row.bucket_tokens,
-                bucket_at=row.bucket_at,
+                bucket_at=utc(row.bucket_at),
                 recheck=row.status == "deployed",
             )
         )
@@ -480,5 +485,6 @@ __all__ = [
     "release_names",
     "reset_for_deploy",
     "statuses_of",
+    "utc",
     "write_results",
 ]

@@ -21,6 +21,8 @@ def _clean_faults() -> Iterator[None]:
     file_model.FAULTS.clear()
     file_model.SLOW.clear()
     file_model.CALLS.clear()
+    file_model.ACTIVE.clear()
+    file_model.PEAK.clear()
     yield
     file_model.FAULTS.clear()
     file_model.SLOW.clear()

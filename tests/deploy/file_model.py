@@ -21,6 +21,9 @@ from lsm.deploy.handler import Change, CRUDHandler, HandlerContext, HandlerError
 FAULTS: dict[str, int] = {}
 SLOW: dict[str, float] = {}
 CALLS: list[tuple[str, str]] = []
+#: semaphore id -> handlers inside it now, and the most seen at once
+ACTIVE: dict[str, int] = {}
+PEAK: dict[str, int] = {}
 _lock = threading.Lock()
 
 
@@ -46,8 +49,19 @@ class ConfigFile(lsm.Resource, type="test::File", id_attribute="path"):
 
 @lsm.handler(ConfigFile)
 class FileHandler(CRUDHandler[ConfigFile]):
+    def pre(self, ctx: HandlerContext, resource: ConfigFile) -> None:
+        with _lock:
+            for name in _sema_ids(resource):
+                ACTIVE[name] = ACTIVE.get(name, 0) + 1
+                PEAK[name] = max(PEAK.get(name, 0), ACTIVE[name])
+
+    def post(self, ctx: HandlerContext, resource: ConfigFile) -> None:
+        with _lock:
+            for name in _sema_ids(resource):
+                ACTIVE[name] -= 1
+
     def _fault(self, resource: ConfigFile) -> None:
-        seconds = SLOW.get(resource.path)
+        seconds = SLOW.get(resource.path, SLOW.get("*", 0.0))
         if seconds:
             time.sleep(seconds)
         with _lock:
@@ -84,6 +98,10 @@ class FileHandler(CRUDHandler[ConfigFile]):
         self._file(ctx, resource).unlink()
         with _lock:
             CALLS.append(("delete", resource.path))
+
+
+def _sema_ids(resource: ConfigFile) -> list[str]:
+    return [spec.rpartition(":")[0] or spec for spec in (resource.meta.sema if resource.meta else ())]
 
 
 def router_file(name: str) -> str:
