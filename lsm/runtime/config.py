@@ -29,6 +29,7 @@ ENV_VARS = {
     "environment": "LSM_ENVIRONMENT",
     "host": "LSM_HOST",
     "port": "LSM_PORT",
+    "state_dir": "LSM_STATE_DIR",
 }
 
 

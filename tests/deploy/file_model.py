@@ -4,7 +4,8 @@ A router is one ``test::File`` (``routers/<name>.conf``, agent ``routers``); eac
 (``ports/<router>/<name>.conf``, agent ``ports``) that requires its router's file: requires cross
 agents. The handler writes under the agent's ``state_dir``. ``FAULTS`` lets a test make the
 handler fail (a count of failures to come per file path, or -1 for ever), ``SLOW`` makes it
-sleep (seconds per path), and ``CALLS`` records every create/update/delete in order.
+sleep (seconds per path; or content ``slow:<seconds>``, seen by agent processes too), and
+``CALLS`` records every create/update/delete in order.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class FileHandler(CRUDHandler[ConfigFile]):
 
     def _fault(self, resource: ConfigFile) -> None:
         seconds = SLOW.get(resource.path, SLOW.get("*", 0.0))
+        if resource.content.startswith("slow:"):  # for agents in other processes
+            seconds = float(resource.content.split(":", 1)[1])
         if seconds:
             time.sleep(seconds)
         with _lock:

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
-from lsm.desired_state.records import ExportRequest
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy import file_model
