@@ -31,7 +31,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from lsm.model.meta import Meta, MetaError, parse_sema
 
@@ -59,10 +59,18 @@ def _check_aware(now: datetime) -> None:
 
 @dataclass(frozen=True)
 class Bucket:
-    """A token bucket's state: ``tokens`` as computed at ``at`` (timezone-aware UTC)."""
+    """A token bucket's state: ``tokens`` as computed at ``at`` (timezone-aware UTC).
+
+    The engine stores it in ``lsm_resource_state.bucket_tokens`` / ``bucket_at``. SQLite gives
+    such a column back without its zone, so a naive ``at`` is read as UTC.
+    """
 
     tokens: float
     at: datetime
+
+    def __post_init__(self) -> None:
+        if self.at.tzinfo is None:
+            object.__setattr__(self, "at", self.at.replace(tzinfo=UTC))
 
 
 def _refilled(meta: Meta, bucket: Bucket, when: datetime) -> float:
