@@ -16,6 +16,8 @@ Rules decided here (the engine relies on them):
   the first failure, so failure ``retry + 1`` is final; ``-1`` is never final. The wait is
   ``delay``; with ``backoff`` it is ``delay * 2**(attempts-1)``, never above ``max_delay`` (the
   cap belongs to back-off: a plain ``delay`` above ``max_delay`` is used as written).
+* Nothing is scheduled after ``LATEST`` (year 9999): absurd but valid values (``delay=1e18``,
+  ``limit=1e-300``) give a far date, never an ``OverflowError`` inside the engine.
 * Semaphores: a holder acquires the global semaphore first, then its named ones in sorted id
   order, one total order for every holder, so two holders never wait on each other in a cycle.
   A semaphore's size is fixed while it is in use (held or waited for); asking for it with
@@ -36,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from lsm.model.meta import Meta, MetaError, parse_sema
 
 __all__ = [
+    "LATEST",
     "Bucket",
     "RetryDecision",
     "SemaState",
@@ -47,6 +50,10 @@ __all__ = [
 ]
 
 _MICROSECOND = timedelta(microseconds=1)
+#: the latest time these functions schedule: a wait past it (a ``delay`` of 1e18 s, a ``limit``
+#: of 1e-300/s) is clamped to it, never an ``OverflowError`` in the engine. A year short of
+#: ``datetime.max`` so that ``now + timedelta(seconds=wait)`` cannot overflow either.
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 def _check_aware(now: datetime) -> None:
@@ -84,7 +91,8 @@ def take_token(meta: Meta, bucket: Bucket | None, now: datetime) -> tuple[bool, 
 
     ``bucket`` is the state returned by the previous call (``None``: a full bucket). Returns
     ``(allowed, new state, wait)``; when not allowed, ``wait`` is the exact number of seconds
-    (whole microseconds) after which a call with the new state is allowed, else ``0.0``.
+    (whole microseconds) after which a call with the new state is allowed (a token due after
+    ``LATEST``: the wait until ``LATEST``), else ``0.0``.
     ``limit = inf`` is always allowed; the state passes through (a full bucket for ``None``).
     A finite limit with ``burst < 1`` could never act: a ``MetaError`` naming ``burst``.
     """
@@ -105,7 +113,12 @@ def take_token(meta: Meta, bucket: Bucket | None, now: datetime) -> tuple[bool, 
         return True, Bucket(state.tokens - 1.0, state.at), 0.0
     # Round up to whole microseconds (datetime's resolution), then step until the same
     # arithmetic the next call uses really yields a token, so `now + wait` is always allowed.
-    due = state.at + timedelta(microseconds=math.ceil((1.0 - state.tokens) / meta.limit * 1e6))
+    try:
+        due = state.at + timedelta(microseconds=math.ceil((1.0 - state.tokens) / meta.limit * 1e6))
+    except OverflowError:
+        due = LATEST
+    if due >= LATEST:
+        return False, state, (LATEST - now).total_seconds()
     while _refilled(meta, state, due) < 1.0:
         due += _MICROSECOND
     return False, state, (due - now).total_seconds()
@@ -138,17 +151,17 @@ def after_failure(meta: Meta, attempts: int, now: datetime) -> RetryDecision:
     """The decision after failure number ``attempts`` (this one included) at ``now``.
 
     ``retry`` tries follow the first failure (``-1``: for ever), so failure ``retry + 1`` is
-    final. A wait too long for a date is a ``MetaError`` naming ``delay`` (or ``max_delay``).
+    final. Never raises for a valid ``Meta``: a wait past ``LATEST`` is clamped to it.
     """
     _check_aware(now)
     wait = retry_wait(meta, attempts)
     if meta.retry != -1 and attempts > meta.retry:
         return RetryDecision(final=True, next_attempt_at=None)
     try:
-        return RetryDecision(final=False, next_attempt_at=now + timedelta(seconds=wait))
-    except (OverflowError, ValueError):
-        field = "max_delay" if meta.backoff and wait == meta.max_delay else "delay"
-        raise MetaError(field, f"a retry wait of {wait} s is too long to schedule") from None
+        next_at = min(now + timedelta(seconds=wait), LATEST)
+    except OverflowError:  # inf, or more days than a timedelta or a date can hold
+        next_at = LATEST
+    return RetryDecision(final=False, next_attempt_at=next_at)
 
 
 # --- semaphores -----------------------------------------------------------------------------

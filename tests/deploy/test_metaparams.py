@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsm.deploy.metaparams import (
+    LATEST,
     Bucket,
     RetryDecision,
     Semaphores,
@@ -229,13 +230,19 @@ def test_without_backoff_the_delay_is_constant_and_used_as_written() -> None:
     assert retry_wait(Meta(retry=-1, backoff=True), 30) == 0.0
 
 
-def test_a_wait_too_long_for_a_date_names_the_field() -> None:
-    with pytest.raises(MetaError) as err:
-        after_failure(Meta(retry=1, delay=1e18), 1, T0)
-    assert err.value.field == "delay"
-    with pytest.raises(MetaError) as err:
-        after_failure(Meta(retry=-1, delay=1, backoff=True, max_delay=math.inf), 2000, T0)
-    assert err.value.field == "max_delay"
+def test_a_wait_too_long_for_a_date_is_clamped_not_an_overflow() -> None:
+    """The engine adds the result to its clock: absurd but valid values must not crash it."""
+    assert after_failure(Meta(retry=1, delay=1e18), 1, T0).next_attempt_at == LATEST
+    assert after_failure(Meta(retry=1, delay=math.inf), 1, T0).next_attempt_at == LATEST
+    endless = Meta(retry=-1, delay=1, backoff=True, max_delay=math.inf)
+    assert after_failure(endless, 2000, T0).next_attempt_at == LATEST
+    assert after_failure(endless, 3, T0).next_attempt_at == at(4)
+    meta = Meta(limit=1e-300, burst=1)
+    _, bucket, _ = take_token(meta, None, T0)
+    allowed, bucket, wait = take_token(meta, bucket, T0)
+    assert not allowed
+    assert T0 + timedelta(seconds=wait) <= LATEST
+    assert not take_token(meta, bucket, T0 + timedelta(seconds=wait))[0]
     with pytest.raises(ValueError):
         after_failure(Meta(retry=1), 0, T0)
 
