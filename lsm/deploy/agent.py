@@ -39,9 +39,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from lsm.deploy._meta_stub import Semaphores
 from lsm.deploy.executor import Executor, RunSettings
 from lsm.deploy.feedback import Feedback
+from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
 from lsm.deploy.registry import HandlerRegistry
 from lsm.inventory import deploy_state

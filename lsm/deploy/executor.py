@@ -32,9 +32,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lsm.deploy._meta_stub import Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.handler import HandlerContext, LogLine, call
 from lsm.deploy.materialize import materialize, resource_type_of
+from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
 from lsm.inventory.deploy_plan import desired_hash
 from lsm.inventory.deploy_state import Claimed, Result
@@ -51,6 +51,14 @@ class RunSettings:
     state_dir: Path
     noop: bool = False
     timeout: float = 300.0
+
+
+def _later(now: datetime, seconds: float) -> datetime:
+    """``now + seconds``, never past ``LATEST`` (an absurd but valid rate must not overflow)."""
+    try:
+        return min(now + timedelta(seconds=seconds), LATEST)
+    except OverflowError:
+        return LATEST
 
 
 def _json(value: Any) -> Any:
@@ -107,7 +115,7 @@ class Executor:
                 now=now,
                 action=None,
                 attempts=item.attempts,
-                next_attempt_at=now + timedelta(seconds=wait),
+                next_attempt_at=_later(now, wait),
                 bucket=bucket,
             )
         noop = settings.noop or meta.noop
@@ -139,7 +147,7 @@ class Executor:
             action=self._action(item, action, status, changes, ctx.logs, now, started, noop),
             attempts=0,
             deployed_hash=ran_hash if deployed else None,
-            poll_at=now + timedelta(seconds=meta.poll) if deployed and meta.poll > 0 else None,
+            poll_at=_later(now, meta.poll) if deployed and meta.poll > 0 else None,
             bucket=bucket,
         )
 
