@@ -284,14 +284,17 @@ class AgentService:
             lease_sql.acquire(
                 session, PROCESS_PREFIX + self.owner, self.owner, now=now, ttl=self.lease_ttl, info=self.info
             )
-            share = math.ceil(max(1, len(names)) / self._processes(session, now))
+            processes = self._processes(session, now)
+            share = math.ceil(max(1, len(names)) / processes)
             with self._lock:
                 held = sorted(self.held)
                 busy = set(self._inflight)
             mine_open = [n for n in held if n in names]
             extra = max(0, len(mine_open) - share)
             for name in held:
-                idle = name not in names and name not in busy
+                # alone, a process keeps its idle names (taking a name back costs a lease write
+                # on the next change); with others, it gives them back for them to take
+                idle = processes > 1 and name not in names and name not in busy
                 surplus = extra > 0 and name in names and name not in busy
                 if idle or surplus:
                     lease_sql.release(session, lease_name(*name), self.owner)
