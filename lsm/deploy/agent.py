@@ -278,6 +278,7 @@ class AgentService:
         if self._stopped:
             return
         now = self.clock()
+        self.repair(now)
         with self.db.read() as session:
             names = deploy_state.open_names(session.connection(), now)
         with self.db.write() as session:
@@ -307,6 +308,23 @@ class AgentService:
                 if not lease_sql.renew(session, lease_name(*name), self.owner, now=now, ttl=self.lease_ttl):
                     with self._lock:
                         self.held.discard(name)
+
+    def repair(self, now: datetime) -> int:
+        """Periodic repair (setting ``deploy_repair_interval``): every deployed resource of an
+        environment is re-read and its drift fixed, once per interval whichever agent fires it."""
+        with self.db.read() as session:
+            envs = deploy_state.planned_environments(session.connection())
+        scheduled = 0
+        for env_id in envs:
+            try:
+                interval = self.contexts(env_id).settings.deploy_repair_interval
+                with self.db.write() as session:
+                    scheduled += deploy_state.repair_if_due(session, env_id, now, interval)
+            except Exception:
+                log.exception("environment %s: the repair could not be scheduled", env_id)
+        if scheduled:
+            self.wake(None)
+        return scheduled
 
     def stop(self) -> None:
         """Give back every name and the presence lease; no new claims."""

@@ -40,16 +40,18 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlmodel import Session
 
 from lsm.inventory.deploy_plan import chunks
 from lsm.inventory.deploy_tables import (
     OPEN_STATUSES_SQL,
+    lsm_deploy_head,
     lsm_resource_action,
     lsm_resource_require,
     lsm_resource_state,
 )
 from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
+from lsm.inventory.tables import InstanceResourcesRow, InstanceRow, ScheduleRow
 
 _state = lsm_resource_state
 _req = lsm_resource_require
@@ -57,6 +59,8 @@ _records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
 _instances = InstanceRow.metadata.tables["lsm_instance"]
 
 _TS = DateTime(timezone=True)
+#: the ``lsm_schedule`` job of the periodic repair (setting ``deploy_repair_interval``)
+REPAIR_JOB = "deploy_repair"
 
 #: statuses of a required resource that still hold its dependants back
 WAITING = ("pending", "deploying")
@@ -407,6 +411,35 @@ def statuses_of(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> d
     return out
 
 
+def planned_environments(conn: Connection) -> list[str]:
+    """Environments the deploy planner has seen."""
+    return [r[0] for r in conn.execute(select(lsm_deploy_head.c.env_id))]
+
+
+def repair_if_due(session: Session, env_id: str, now: datetime, interval: float) -> int:
+    """Periodic repair: when ``interval`` seconds passed since the last one, every deployed row of
+    ``env_id`` becomes ``pending`` (re-read, drift fixed). The tick is stored (``lsm_schedule``,
+    job ``deploy_repair``) and its row locked, so one agent process fires it once; the first look
+    only starts the clock. Returns the rows set to pending."""
+    if interval <= 0:
+        return 0
+    row = session.get(ScheduleRow, (env_id, REPAIR_JOB), with_for_update=True)
+    if row is None:
+        session.add(ScheduleRow(env_id=env_id, job=REPAIR_JOB, last_tick=now))
+        return 0
+    last = utc(row.last_tick)
+    if last is not None and (now - last).total_seconds() < interval:
+        return 0
+    row.last_tick = now
+    session.add(row)
+    result = session.connection().execute(
+        update(_state)
+        .where(_state.c.env_id == env_id, _state.c.status == "deployed")
+        .values(status="pending", next_attempt_at=None)
+    )
+    return int(result.rowcount)
+
+
 def notify(conn: Connection, env_id: str) -> None:
     """PostgreSQL: wake listening agents (``lsm.services.wakeup``) when the caller commits."""
     if conn.dialect.name == "postgresql":
@@ -482,7 +515,9 @@ __all__ = [
     "instances_of_sets",
     "notify",
     "open_names",
+    "planned_environments",
     "release_names",
+    "repair_if_due",
     "reset_for_deploy",
     "statuses_of",
     "utc",

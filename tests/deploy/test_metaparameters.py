@@ -197,3 +197,27 @@ def test_poll_repairs_a_drifted_file_within_its_interval(
     assert (state_dir / "a.conf").read_text() == "good"
     assert [a["action"] for a in actions(engine, resource.id)] == ["create", "update"]
     assert status(engine, resource.id)["status"] == "deployed"
+
+
+def test_the_periodic_repair_rereads_everything_and_fixes_drift(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine = engine_factory("tests.deploy.file_model", deploy_repair_interval=60)
+    clock = Clock()
+    agent = agent_for(engine, state_dir, clock=clock)
+    resource = file("a.conf", "good")
+    export(engine, {"s1": [resource]})
+    run(agent)
+    assert agent.repair(clock.now) == 0  # the first look starts the clock
+    (state_dir / "a.conf").write_text("drifted")
+
+    clock.advance(59)
+    assert agent.repair(clock.now) == 0
+    run(agent)
+    assert (state_dir / "a.conf").read_text() == "drifted"
+    clock.advance(1)
+    assert agent.repair(clock.now) == 1
+    run(agent)
+    assert (state_dir / "a.conf").read_text() == "good"
+    assert [a["action"] for a in actions(engine, resource.id)] == ["create", "update"]
+    assert agent.repair(clock.now) == 0  # once per interval
