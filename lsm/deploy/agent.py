@@ -390,7 +390,7 @@ class AgentService:
                 began = started.get(item.resource_id)
                 if began is not None and now - began > run.timeout:
                     waiting.discard(future)
-                    results.append(self.executor.timed_out(item, run, began))
+                    results.append(self.executor.timed_out(item, run, began, records.get(item.resource_id)))
         return results
 
 

@@ -248,12 +248,22 @@ class Executor:
             set_name=item.set_name,
         )
 
-    def timed_out(self, item: Claimed, settings: RunSettings, started: float) -> Result:
-        """The handler did not return within ``settings.timeout``: an error (its thread is abandoned)."""
+    def timed_out(
+        self, item: Claimed, settings: RunSettings, started: float, record: tuple[str, str] | None = None
+    ) -> Result:
+        """The handler did not return within ``settings.timeout``: a failed try, counted against
+        the resource's ``retry`` like any other (its thread is abandoned)."""
         exc = TimeoutError(
             f"the handler of {item.resource_id} did not finish within {settings.timeout:g} s (deploy_timeout)"
         )
-        return self._failure(item, DEFAULT_META, item.desired_hash, self.clock(), started, exc, [], {})
+        meta, ran_hash = DEFAULT_META, item.desired_hash
+        if record is not None:
+            ran_hash = desired_hash(*record)
+            try:
+                meta = meta_of(json.loads(record[0]))
+            except MetaError:
+                pass
+        return self._failure(item, meta, ran_hash, self.clock(), started, exc, [], {})
 
 
 __all__ = ["CHANGING", "Executor", "RunSettings"]

@@ -221,3 +221,18 @@ def test_the_periodic_repair_rereads_everything_and_fixes_drift(
     assert (state_dir / "a.conf").read_text() == "good"
     assert [a["action"] for a in actions(engine, resource.id)] == ["create", "update"]
     assert agent.repair(clock.now) == 0  # once per interval
+
+
+def test_a_handler_that_hangs_fails_its_try_after_the_deploy_timeout(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine, agent, _ = make(engine_factory, state_dir, deploy_timeout=0.2)
+    file_model.SLOW["slow.conf"] = 2.0
+    slow, quick = file("slow.conf"), file("quick.conf")
+    export(engine, {"s1": [slow, quick]})
+    run(agent)
+
+    row = status(engine, slow.id)
+    assert row["status"] == "failed" and "deploy_timeout" in row["last_error"]
+    assert [a["action"] for a in actions(engine, slow.id)] == ["error"]
+    assert status(engine, quick.id)["status"] == "deployed"  # the batch did not wait for it
