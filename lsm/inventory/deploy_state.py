@@ -36,6 +36,7 @@ from sqlalchemy import (
     case,
     exists,
     insert,
+    literal,
     select,
     text,
     update,
@@ -98,10 +99,13 @@ def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:
             select(_state.c.env_id, _state.c.agent).where(text(OPEN_STATUSES_SQL)).distinct()
         )
     }
-    due = select(_state.c.env_id, _state.c.agent).where(
-        text("poll_at IS NOT NULL"), _state.c.poll_at <= now, _state.c.status == "deployed"
-    )
-    names.update((r[0], r[1]) for r in conn.execute(due.distinct()))
+    # per environment, through the partial poll index (env_id, poll_at): a DISTINCT here would
+    # walk an index in (env_id, agent) order over every row instead
+    for env_id in planned_environments(conn):
+        due = select(_state.c.agent).where(
+            text("poll_at IS NOT NULL"), _state.c.env_id == env_id, _state.c.poll_at <= now
+        )
+        names.update((env_id, r[0]) for r in conn.execute(due))
     return names
 
 
@@ -120,11 +124,8 @@ def release_names(conn: Connection, env_id: str, agents: Sequence[str], *, owner
     return int(result.rowcount)
 
 
-def claim(
-    conn: Connection, env_id: str, agents: Sequence[str], owner: str, now: datetime, limit: int
-) -> tuple[list[Claimed], list[str]]:
-    """Claim up to ``limit`` ready resources of ``agents`` (-> ``deploying``); mark the blocked ones
-    ``skipped``. Returns (claimed, skipped ids). Call inside a write transaction."""
+def _claim_statements() -> tuple[Any, Any]:
+    """The two claim queries, built once (bound by name: ``env_id``, ``agents``, ``now``, ``lim``)."""
     s = _state
     dep = _state.alias("dep")
     # not purged: the resources it requires, by status
@@ -163,39 +164,54 @@ def claim(
         s.c.bucket_at,
         s.c.status,
     )
+    env = bindparam("env_id", type_=String())
+    agents = bindparam("agents", expanding=True, type_=String())
+    now = bindparam("now", type_=_TS)
+    lim = bindparam("lim", type_=Integer())
     pending = (
         select(*columns, blocked.label("blocked"))
         .where(
             text(OPEN_STATUSES_SQL),
-            s.c.env_id == env_id,
-            s.c.agent.in_(list(agents)),
+            s.c.env_id == env,
+            s.c.agent.in_(agents),
             s.c.status == "pending",
             (s.c.next_attempt_at.is_(None)) | (s.c.next_attempt_at <= now),
             ~waiting,
         )
-        .limit(limit)
+        .limit(lim)
     )
-    if conn.dialect.name == "postgresql":
-        pending = pending.with_for_update(skip_locked=True, of=s)
-    rows = list(conn.execute(pending))
-    if len(rows) < limit:
-        polled = (
-            select(
-                *columns,
-                text("false AS blocked") if conn.dialect.name == "postgresql" else text("0 AS blocked"),
-            )
-            .where(
-                text("poll_at IS NOT NULL"),
-                s.c.env_id == env_id,
-                s.c.poll_at <= now,
-                s.c.agent.in_(list(agents)),
-                s.c.status == "deployed",
-            )
-            .limit(limit - len(rows))
+    polled = (
+        select(*columns, literal(False).label("blocked"))
+        .where(
+            text("poll_at IS NOT NULL"),
+            s.c.env_id == env,
+            s.c.poll_at <= now,
+            s.c.agent.in_(agents),
+            s.c.status == "deployed",
         )
-        if conn.dialect.name == "postgresql":
-            polled = polled.with_for_update(skip_locked=True, of=s)
-        rows.extend(conn.execute(polled))
+        .limit(lim)
+    )
+    return pending, polled
+
+
+_PENDING, _POLLED = _claim_statements()
+_LOCKED = (
+    _PENDING.with_for_update(skip_locked=True, of=_state),
+    _POLLED.with_for_update(skip_locked=True, of=_state),
+)
+
+
+def claim(
+    conn: Connection, env_id: str, agents: Sequence[str], owner: str, now: datetime, limit: int
+) -> tuple[list[Claimed], list[str]]:
+    """Claim up to ``limit`` ready resources of ``agents`` (-> ``deploying``); mark the blocked ones
+    ``skipped``. Returns (claimed, skipped ids). Call inside a write transaction."""
+    s = _state
+    pending, polled = _LOCKED if conn.dialect.name == "postgresql" else (_PENDING, _POLLED)
+    params: dict[str, Any] = {"env_id": env_id, "agents": list(agents), "now": now, "lim": limit}
+    rows = list(conn.execute(pending, params))
+    if len(rows) < limit:
+        rows.extend(conn.execute(polled, {**params, "lim": limit - len(rows)}))
     claimed: list[Claimed] = []
     skipped: list[str] = []
     for row in rows:
