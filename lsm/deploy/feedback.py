@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable
 
 from lsm.errors import LsmError
-from lsm.inventory import deploy_state
+from lsm.inventory import deploy_feedback
 from lsm.inventory.database import Database
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.orchestration.commands import ResourceOutcome
@@ -57,7 +57,7 @@ class Feedback:
         if not names:
             return 0
         with self.db.read() as session:
-            found = deploy_state.instances_of_sets(session.connection(), env_id, names)
+            found = deploy_feedback.instances_of_sets(session.connection(), env_id, names)
         if not found:
             return 0
         ctx = self.contexts(env_id)

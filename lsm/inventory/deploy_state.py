@@ -19,7 +19,7 @@ while it ran becomes ``pending`` for the new hash instead of ``deployed``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -52,12 +52,10 @@ from lsm.inventory.deploy_tables import (
     lsm_resource_state,
 )
 from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceResourcesRow, InstanceRow, ScheduleRow
+from lsm.inventory.tables import ScheduleRow
 
 _state = lsm_resource_state
 _req = lsm_resource_require
-_records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
-_instances = InstanceRow.metadata.tables["lsm_instance"]
 
 _TS = DateTime(timezone=True)
 #: the ``lsm_schedule`` job of the periodic repair (setting ``deploy_repair_interval``)
@@ -416,17 +414,6 @@ def reset_for_deploy(conn: Connection, env_id: str, agents: Sequence[str] | None
     return int(result.rowcount)
 
 
-def statuses_of(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, str]:
-    """``{resource_id: status}`` of these resources (keyed reads; unknown ids left out)."""
-    out: dict[str, str] = {}
-    for part in chunks(list(resource_ids)):
-        query = select(_state.c.resource_id, _state.c.status).where(
-            _state.c.resource_id.in_(part), _state.c.env_id == env_id
-        )
-        out.update((r[0], r[1]) for r in conn.execute(query))
-    return out
-
-
 def planned_environments(conn: Connection) -> list[str]:
     """Environments the deploy planner has seen."""
     return [r[0] for r in conn.execute(select(lsm_deploy_head.c.env_id))]
@@ -464,78 +451,19 @@ def notify(conn: Connection, env_id: str) -> None:
         conn.execute(text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": env_id})
 
 
-# -- lifecycle feedback -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class InstanceDeploy:
-    """One instance of an affected set: its record and where its resources' deploys stand."""
-
-    instance_id: str
-    entity: str
-    state: str
-    desired_state_version: int
-    resource_ids: tuple[str, ...]
-    statuses: tuple[str, ...]
-
-
-def instances_of_sets(conn: Connection, env_id: str, set_names: Iterable[str]) -> list[InstanceDeploy]:
-    """The live instances recorded in these sets whose record matches their desired state, with
-    the statuses of their resources (a resource with no state row counts as ``pending``)."""
-    names = sorted({n for n in set_names if n})
-    out: list[InstanceDeploy] = []
-    for part in chunks(names):
-        query = (
-            select(
-                _records.c.instance_id,
-                _records.c.resource_ids,
-                _instances.c.entity,
-                _instances.c.state,
-                _instances.c.desired_state_version,
-            )
-            .select_from(
-                _records.join(
-                    _instances,
-                    and_(_instances.c.id == _records.c.instance_id, _instances.c.env_id == _records.c.env_id),
-                )
-            )
-            .where(
-                _records.c.env_id == env_id,
-                _records.c.set_name.in_(part),
-                _records.c.instance_desired_state_version == _instances.c.desired_state_version,
-                _instances.c.deleted.is_(False),
-            )
-        )
-        records = list(conn.execute(query))
-        statuses = statuses_of(conn, env_id, [rid for record in records for rid in record.resource_ids or ()])
-        for record in records:
-            out.append(
-                InstanceDeploy(
-                    instance_id=record.instance_id,
-                    entity=record.entity,
-                    state=record.state,
-                    desired_state_version=record.desired_state_version,
-                    resource_ids=tuple(record.resource_ids or ()),
-                    statuses=tuple(statuses.get(rid, "pending") for rid in record.resource_ids or ()),
-                )
-            )
-    return out
-
-
 __all__ = [
     "BLOCKING",
     "WAITING",
     "Claimed",
-    "InstanceDeploy",
     "Result",
     "claim",
     "desired_records",
-    "instances_of_sets",
     "notify",
     "open_names",
     "planned_environments",
     "release_names",
     "repair_if_due",
     "reset_for_deploy",
-    "statuses_of",
     "utc",
     "write_results",
 ]

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from lsm.inventory import deploy_state
 from lsm.inventory.deploy_tables import lsm_resource_action, lsm_resource_state
+from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy import file_model
 from tests.deploy.conftest import LOCAL, get, order
@@ -151,3 +152,36 @@ def test_an_instance_whose_resources_are_deployed_already_moves_on_without_a_dep
 
     assert get(engine, "router", router.id).state == "up"
     assert len(file_model.CALLS) == calls
+
+
+def test_a_redeploy_of_an_up_instance_is_no_transfer_no_version_no_event_no_compile(
+    deploying: Callable[..., ApiRuntime],
+) -> None:
+    engine = deploying()
+    router = order(engine, "router", {"name": "r1"})
+    engine.processing.drain()
+    before = get(engine, "router", router.id)
+    events = len(engine.facades.inventory.instance_log(LOCAL, "router", router.id))
+    with engine.db.read() as session:
+        compiles = session.connection().execute(select(func.count()).select_from(CompileRow)).scalar_one()
+
+    for _ in range(2):  # a repair re-reads everything: up -> up twice
+        with engine.db.write() as session:
+            deploy_state.reset_for_deploy(
+                session.connection(), engine.context(None).env_id, None, repair=True
+            )
+        engine.processing.drain()
+
+    after = get(engine, "router", router.id)
+    assert (after.state, after.version, after.desired_state_version) == (
+        "up",
+        before.version,
+        before.desired_state_version,
+    )
+    assert len(engine.facades.inventory.instance_log(LOCAL, "router", router.id)) == events
+    with engine.db.read() as session:
+        assert (
+            session.connection().execute(select(func.count()).select_from(CompileRow)).scalar_one()
+            == compiles
+        )
+    assert [a for a in file_model.CALLS if a[1] == "routers/r1.conf"] == [("create", "routers/r1.conf")]

@@ -6,6 +6,7 @@ on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -236,3 +237,8 @@ def test_a_handler_that_hangs_fails_its_try_after_the_deploy_timeout(
     assert row["status"] == "failed" and "deploy_timeout" in row["last_error"]
     assert [a["action"] for a in actions(engine, slow.id)] == ["error"]
     assert status(engine, quick.id)["status"] == "deployed"  # the batch did not wait for it
+    # the abandoned thread still finishes its call; wait for it so it lands in no other test
+    deadline = time.monotonic() + 30
+    while ("create", "slow.conf") not in file_model.CALLS:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
