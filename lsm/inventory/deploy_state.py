@@ -19,7 +19,7 @@ while it ran becomes ``pending`` for the new hash instead of ``deployed``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -34,15 +34,12 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
-    cast,
-    column,
     exists,
     insert,
     literal,
     select,
     text,
     update,
-    values,
 )
 from sqlmodel import Session
 
@@ -311,48 +308,6 @@ class Result:
     set_name: str = ""
 
 
-#: the per-row values of a result write, with their types
-_RESULT_COLUMNS: tuple[tuple[str, Any], ...] = (
-    ("rid", String()),
-    ("ran_hash", String()),
-    ("ran_version", Integer()),
-    ("new_status", String()),
-    ("new_attempts", Integer()),
-    ("success", Integer()),
-    ("new_error", Text()),
-    ("acted", Integer()),
-    ("new_action", String()),
-    ("now", _TS),
-    ("new_next", _TS),
-    ("new_poll", _TS),
-    ("new_tokens", Float()),
-    ("new_bucket_at", _TS),
-)
-
-
-def _result_update(value: Callable[[str], Any]) -> Any:
-    """The UPDATE of a result write; ``value(name)`` is a per-row value (a bound parameter, or a
-    column of a VALUES list)."""
-    s = _state
-    same = s.c.desired_hash == value("ran_hash")
-    success = value("success") == 1
-    acted = value("acted") == 1
-    return update(s).values(
-        status=case((same, value("new_status")), else_="pending"),
-        attempts=case((same, value("new_attempts")), else_=0),
-        deployed_hash=case((success, value("ran_hash")), else_=s.c.deployed_hash),
-        last_deployed_version=case((success, value("ran_version")), else_=s.c.last_deployed_version),
-        last_error=value("new_error"),
-        last_action=case((acted, value("new_action")), else_=s.c.last_action),
-        last_action_at=case((acted, value("now")), else_=s.c.last_action_at),
-        next_attempt_at=case((same, value("new_next")), else_=None),
-        poll_at=value("new_poll"),
-        bucket_tokens=value("new_tokens"),
-        bucket_at=value("new_bucket_at"),
-        claimed_by=None,
-    )
-
-
 def write_results(
     conn: Connection, env_id: str, owner: str, now: datetime, results: Sequence[Result]
 ) -> set[str]:
@@ -379,44 +334,56 @@ def write_results(
         mine.update(r[0] for r in conn.execute(query))
     kept = [r for r in results if r.resource_id in mine]
     if kept:
-        params = [
-            {
-                "rid": r.resource_id,
-                "ran_hash": r.ran_hash,
-                "ran_version": r.version,
-                "new_status": r.status,
-                "new_attempts": r.attempts,
-                "success": 1 if r.deployed_hash is not None else 0,
-                "new_error": r.last_error,
-                "acted": 1 if r.action is not None else 0,
-                "new_action": r.action["action"] if r.action is not None else None,
-                "now": now,
-                "new_next": r.next_attempt_at,
-                "new_poll": r.poll_at,
-                "new_tokens": r.bucket_tokens,
-                "new_bucket_at": r.bucket_at,
-            }
-            for r in kept
-        ]
-        if conn.dialect.name == "postgresql":
-            # one UPDATE ... FROM (VALUES ...) per batch: a round trip per row costs more than the work
-            for batch in chunks(params):
-                rows = values(*(column(name, type_) for name, type_ in _RESULT_COLUMNS), name="v").data(
-                    [tuple(row[name] for name, _ in _RESULT_COLUMNS) for row in batch]
-                )
-                columns, types = rows.c, dict(_RESULT_COLUMNS)
-                conn.execute(  # a NULL in VALUES has no type: cast every column to its own
-                    _result_update(lambda name: cast(columns[name], types[name])).where(  # noqa: B023
-                        s.c.resource_id == columns.rid, s.c.env_id == env_id
-                    )
-                )
-        else:
-            conn.execute(
-                _result_update(lambda name: bindparam(name, type_=dict(_RESULT_COLUMNS)[name])).where(
-                    s.c.env_id == env_id, s.c.resource_id == bindparam("rid")
+        same = s.c.desired_hash == bindparam("ran_hash", type_=String())
+        conn.execute(
+            update(s)
+            .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
+            .values(
+                status=case((same, bindparam("new_status", type_=String())), else_="pending"),
+                attempts=case((same, bindparam("new_attempts", type_=Integer())), else_=0),
+                deployed_hash=case(
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_hash", type_=String())),
+                    else_=s.c.deployed_hash,
                 ),
-                params,
-            )
+                last_deployed_version=case(
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_version", type_=Integer())),
+                    else_=s.c.last_deployed_version,
+                ),
+                last_error=bindparam("new_error", type_=Text()),
+                last_action=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("new_action", type_=String())),
+                    else_=s.c.last_action,
+                ),
+                last_action_at=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("now", type_=_TS)),
+                    else_=s.c.last_action_at,
+                ),
+                next_attempt_at=case((same, bindparam("new_next", type_=_TS)), else_=None),
+                poll_at=bindparam("new_poll", type_=_TS),
+                bucket_tokens=bindparam("new_tokens", type_=Float()),
+                bucket_at=bindparam("new_bucket_at", type_=_TS),
+                claimed_by=None,
+            ),
+            [
+                {
+                    "rid": r.resource_id,
+                    "ran_hash": r.ran_hash,
+                    "ran_version": r.version,
+                    "new_status": r.status,
+                    "new_attempts": r.attempts,
+                    "success": 1 if r.deployed_hash is not None else 0,
+                    "new_error": r.last_error,
+                    "acted": 1 if r.action is not None else 0,
+                    "new_action": r.action["action"] if r.action is not None else None,
+                    "now": now,
+                    "new_next": r.next_attempt_at,
+                    "new_poll": r.poll_at,
+                    "new_tokens": r.bucket_tokens,
+                    "new_bucket_at": r.bucket_at,
+                }
+                for r in kept
+            ],
+        )
     actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
     if actions:
         conn.execute(insert(lsm_resource_action), actions)
