@@ -212,6 +212,9 @@ def server(
     config: Annotated[
         str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
     ] = None,
+    agent: Annotated[
+        bool, typer.Option("--agent/--no-agent", help="Run a deploy agent in the server (default).")
+    ] = True,
 ) -> None:
     """Run the API with its embedded compile worker and deploy agent until interrupted."""
     import uvicorn
@@ -221,7 +224,7 @@ def server(
 
     with errors_reported():
         settings = load_config(config, database_url=database, model=model, host=host, port=port)
-        runtime = build_api(settings.model_copy(update={"embedded_agent": True}))
+        runtime = build_api(settings.model_copy(update={"embedded_agent": agent}))
         runtime.start()
     try:
         err.print(f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url})")
