@@ -92,7 +92,8 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
         with Processes(run_dir, cwd=run_dir) as processes:
             port = free_port()
             base_url = f"http://{HOST}:{port}"
-            argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url]
+            # compiles only: the example's resources have no handlers here, so no deploy agent
+            argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url, "--no-agent"]
             server = processes.start("server", [*argv, "--host", HOST, "--port", str(port)])
             out["server_start_s"] = processes.wait_healthy(server, base_url, HEALTH_TIMEOUT_S)
             workers = [

@@ -3,7 +3,8 @@
 Two kinds of commands:
 
 * **server side**: ``server`` runs the engine and its API; ``quickstart`` runs a demo end to
-  end; ``lifecycle show`` reads lifecycle files offline. ``worker`` / ``agent`` are reserved.
+  end; ``worker`` and ``agent`` run a compile worker and a deploy agent; ``lifecycle show``
+  reads lifecycle files offline.
 * **client side**: everything else talks to a running server through ``lsm.client.Client``;
   each takes ``--url`` (``LSM_URL``), ``--environment`` (``LSM_ENVIRONMENT``) and ``--json``.
 
@@ -253,8 +254,11 @@ def server(
     config: Annotated[
         str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
     ] = None,
+    agent: Annotated[
+        bool, typer.Option("--agent/--no-agent", help="Run a deploy agent in the server (default).")
+    ] = True,
 ) -> None:
-    """Run the API with its embedded compile worker until interrupted."""
+    """Run the API with its embedded compile worker and deploy agent until interrupted."""
     import uvicorn
 
     from lsm.model.policy import parse_model_option
@@ -276,7 +280,7 @@ def server(
             auth_enabled=auth,
         )
         check_listen(settings)
-        runtime = build_api(settings)
+        runtime = build_api(settings.model_copy(update={"embedded_agent": agent}))
         runtime.start()
     try:
         state = "on" if settings.auth.enabled else "OFF (every caller may do everything)"
@@ -287,11 +291,6 @@ def server(
         uvicorn.run(runtime.app, host=settings.host, port=settings.port, log_level="info")
     finally:
         runtime.stop()
-
-
-def _not_yet(command: str) -> None:
-    err.print(f"[yellow]lsm {command} is not available yet[/]: the deploy engine ships in a later release.")
-    raise typer.Exit(2)
 
 
 def _dump_threads_on_sigusr1() -> None:
@@ -357,9 +356,64 @@ def worker(
 
 
 @app.command()
-def agent() -> None:
-    """(Not available yet) a separate deploy agent process."""
-    _not_yet("agent")
+def agent(
+    database: Annotated[
+        str | None, typer.Option("--database", help="Database URL (LSM_DATABASE_URL); ./lsm.db by default.")
+    ] = None,
+    names: Annotated[
+        list[str] | None,
+        typer.Option("--agent", help="An agent name to serve (repeatable; default: every name)."),
+    ] = None,
+    noop: Annotated[bool, typer.Option("--noop", help="Global noop: only read and report changes.")] = False,
+    sema: Annotated[
+        int | None, typer.Option("--sema", min=1, help="At most N handlers of this process at once.")
+    ] = None,
+    threads: Annotated[int, typer.Option(help="Handler threads (resources deployed concurrently).")] = 8,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Configuration file (./lsm.toml or pyproject.toml).")
+    ] = None,
+    poll: Annotated[
+        float, typer.Option(help="Seconds between looks when nothing woke it (a fallback).")
+    ] = 1.0,
+    lease_ttl: Annotated[
+        float, typer.Option(help="Seconds before a dead agent's names are taken over.")
+    ] = 30.0,
+) -> None:
+    """Run a deploy agent (no API) until interrupted.
+
+    It deploys the newest desired-state version for the agent names it holds. On PostgreSQL,
+    more agents on any machine share the names (each name is held by one process; a dead one's
+    names are taken over once its lease expired).
+    """
+    import threading
+
+    from lsm.runtime.config import load_config
+    from lsm.runtime.wiring import build_agent
+
+    with errors_reported():
+        settings = load_config(config, database_url=database)
+        runtime = build_agent(
+            settings.model_copy(
+                update={
+                    "poll_interval": poll,
+                    "agent_threads": threads,
+                    "lease_ttl": lease_ttl,
+                    "agent_names": list(names or []),
+                    "agent_noop": noop,
+                    "agent_sema": sema,
+                    "role": "lsm-agent",
+                }
+            )
+        )
+        runtime.start()
+    _dump_threads_on_sigusr1()
+    err.print(f"lsm agent on {settings.database_url}; Ctrl-C to stop")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        runtime.stop()
 
 
 @app.command()

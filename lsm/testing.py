@@ -62,13 +62,17 @@ def engine_for(
     *,
     lifecycle_dirs: Sequence[str | Path] = (),
     embedded_worker: bool = True,
+    embedded_agent: bool = False,
+    state_dir: str | Path | None = None,
     **settings: Any,
 ) -> Engine:
     """A started engine on ``database_url`` whose default environment runs ``model``.
 
     ``settings`` are the default environment's settings (``partial_compiles=False`` ...);
     ``lifecycle_dirs`` adds lifecycle files to the bundled ones; ``embedded_worker=False`` leaves
-    compile requests queued, for tests that must see instances stand still. No ``lsm.toml`` or
+    compile requests queued, for tests that must see instances stand still; ``embedded_agent``
+    deploys the resources too (as ``lsm server`` does; the model's resource types need handlers),
+    with handlers writing under ``state_dir``. No ``lsm.toml`` or
     ``LSM_*`` variable is read: a test must not depend on where it runs. The caller stops the
     engine (``running_engine`` does it for you).
     """
@@ -77,6 +81,8 @@ def engine_for(
         model=str(model) if model is not None else None,
         lifecycle_dirs=[str(d) for d in lifecycle_dirs],
         embedded_worker=embedded_worker,
+        embedded_agent=embedded_agent,
+        state_dir=str(state_dir) if state_dir is not None else None,
         settings=settings,
     )
     engine = build_api(config)

@@ -60,10 +60,17 @@ def engine_factory(db: Database, tmp_path: Path) -> Iterator[Callable[..., ApiRu
     engines: list[ApiRuntime] = []
 
     def make(
-        model: str | None = "tests.models.things", *, embedded_worker: bool = False, **settings: Any
+        model: str | None = "tests.models.things",
+        *,
+        embedded_worker: bool = False,
+        embedded_agent: bool = False,
+        config: dict[str, Any] | None = None,
+        **settings: Any,
     ) -> ApiRuntime:
-        """Compiles run only when a test drains the queue, unless ``embedded_worker`` is set."""
-        config = ServerConfig(
+        """Compiles run only when a test drains the queue, unless ``embedded_worker`` is set;
+        ``embedded_agent`` adds a deploy agent to the same loop (test models without handlers
+        leave it off); ``config``: more ``ServerConfig`` fields (``state_dir``...)."""
+        server = ServerConfig(
             database_url=db.url,
             model=model,
             settings=settings,
@@ -71,8 +78,10 @@ def engine_factory(db: Database, tmp_path: Path) -> Iterator[Callable[..., ApiRu
             embedded_worker=embedded_worker,
             models=TEST_MODELS,
             model_dirs=[str(tmp_path)],
+            embedded_agent=embedded_agent,
+            **(config or {}),
         )
-        engine = build_api(config, db=db)
+        engine = build_api(server, db=db)
         engine.start()
         engines.append(engine)
         return engine

@@ -164,3 +164,26 @@ def test_e2e_stops_the_server_and_reports_an_error_when_the_run_can_not_be_measu
     result = json.loads(out.read_text())["results"][0]
     assert "more than the 4 ports" in result["error"]
     assert all(code is not None for code in result["exit_codes"].values())
+
+
+def test_the_deploy_scenario_deploys_everything_and_schedules_one_set(backend: str, tmp_path: Path) -> None:
+    out = tmp_path / "deploy.json"
+    url = _database_url(backend)
+    argv = [
+        "deploy",
+        "--resources",
+        "60",
+        "--agents",
+        "3",
+        "--bases",
+        "30",
+        "--repeat",
+        "2",
+        "--json",
+        str(out),
+    ]
+    argv += ["--workdir", str(tmp_path / "db")] + (["--database-url", url] if url else [])
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert doc["first_deploy"]["resources"] == 60 and doc["first_deploy"]["resources_per_s"] > 0
+    assert [row["base_sets"] for row in doc["scheduling"]] == [30]

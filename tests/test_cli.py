@@ -212,10 +212,11 @@ def test_lifecycle_show_works_offline() -> None:
     assert unknown.exit_code == 1 and "unknown lifecycle 'nope'" in unknown.stderr
 
 
-def test_agent_says_it_is_not_available_yet() -> None:
-    result = CliRunner().invoke(app, ["agent"])
-    assert result.exit_code == 2
-    assert "not available yet" in result.stderr
+def test_agent_command_takes_the_agent_options() -> None:
+    result = CliRunner().invoke(app, ["agent", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--database", "--agent", "--noop", "--sema", "--threads"):
+        assert option in result.stdout
 
 
 def test_lsm_worker_process_runs_the_queued_compiles(tmp_path: Path) -> None:

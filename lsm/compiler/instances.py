@@ -26,4 +26,5 @@ def instance_dict(
         "active_attributes": row.active_attributes,
         "rollback_attributes": row.rollback_attributes,
         "purge_resources": purge,
+        "desired_state_version": row.desired_state_version,
     }

@@ -434,6 +434,9 @@ def record_instance_resources(
             "resource_ids": [r.id for r in result.owned.get(instance_id, [])],
             "instance_version": compiled[instance_id]["version"] if instance_id in compiled else None,
             "instance_state": compiled[instance_id]["state"] if instance_id in compiled else None,
+            "instance_desired_state_version": (
+                compiled[instance_id].get("desired_state_version") if instance_id in compiled else None
+            ),
         }
         for instance_id, root in result.tree_of.items()
     ]
@@ -455,6 +458,7 @@ def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str
         col(InstanceRow.id),
         col(InstanceRow.entity),
         col(InstanceRow.version),
+        col(InstanceRow.desired_state_version),
         col(InstanceRow.state),
         col(InstanceRow.candidate_attributes),
         col(InstanceRow.active_attributes),

@@ -1,5 +1,9 @@
 """lsm.deploy: the deploy engine. Handlers (``handler``), their registry, and the agent that runs them.
 
+The engine (docs/architecture.md §9): ``Planner`` (new versions -> resource-state rows),
+``AgentService`` (leased agent names, claims, a work source of the service loop), ``Executor``
+(one resource under its metaparameters), ``Feedback`` (resource-based lifecycle transfers).
+
 Public for handler authors (re-exported as ``lsm.CRUDHandler`` etc.): ``Handler``, ``CRUDHandler``,
 ``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``handler``.
 """
@@ -14,12 +18,34 @@ from lsm.deploy.handler import (
     handler,
 )
 
+#: the engine's parts, loaded on first use (they pull in the store; handler authors need none)
+_LAZY = {
+    "AgentService": "lsm.deploy.agent",
+    "Executor": "lsm.deploy.executor",
+    "Feedback": "lsm.deploy.feedback",
+    "Planner": "lsm.deploy.planner",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lsm.deploy' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
+    "AgentService",
     "CRUDHandler",
     "Change",
     "DiscoveryHandler",
+    "Executor",
+    "Feedback",
     "Handler",
     "HandlerContext",
     "HandlerError",
+    "Planner",
     "handler",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlmodel import Session
 
 from lsm.inventory.tables import CompileRow
@@ -83,13 +83,14 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
     return row
 
 
-def notify_work(session: Session, env_id: str) -> None:
+def notify_work(session: Session | Connection, env_id: str) -> None:
     """On PostgreSQL, ``NOTIFY lsm_work`` with ``env_id``, delivered when the caller commits.
 
     Workers and agents in other processes LISTEN on the channel (``lsm.services.wakeup``) and
     look at once instead of at their next poll. On SQLite (one process) it does nothing.
     """
-    if session.get_bind().dialect.name == "postgresql":
+    bind = session if isinstance(session, Connection) else session.get_bind()
+    if bind.dialect.name == "postgresql":
         session.execute(text("SELECT pg_notify(:channel, :env)"), {"channel": NOTIFY_CHANNEL, "env": env_id})
 
 

@@ -36,8 +36,13 @@ _CHUNK = 500
 
 T = TypeVar("T")
 
-#: statuses that ``schedule_redeploy`` sets back to pending without ``repair``
-RETRY_STATUSES = (ResourceStatus.FAILED.value, ResourceStatus.SKIPPED.value)
+#: statuses that ``schedule_redeploy`` sets back to pending without ``repair`` (``noop_pending``:
+#: tried again once noop is lifted)
+RETRY_STATUSES = (
+    ResourceStatus.FAILED.value,
+    ResourceStatus.SKIPPED.value,
+    ResourceStatus.NOOP_PENDING.value,
+)
 
 
 def _chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:

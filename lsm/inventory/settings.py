@@ -65,6 +65,12 @@ class EnvironmentSettings(BaseModel):
     )
     desired_state_retention: int = Field(100, ge=1, description="Desired-state versions kept.")
     deploy_repair_interval: float = Field(600.0, ge=0, description="Seconds between repair deploys.")
+    deploy_noop: bool = Field(
+        False, description="Global noop: agents only read and report changes; no resource can undo it."
+    )
+    deploy_timeout: float = Field(
+        300.0, gt=0, le=86_400, description="Seconds one resource's handler may run before its deploy fails."
+    )
     compile_timeout: float = Field(
         300.0, gt=0, le=86_400, description="Seconds a compile may run before it is stopped and failed."
     )

@@ -192,7 +192,11 @@ class InstanceResourcesRow(SQLModel, table=True):
     """
 
     __tablename__ = "lsm_instance_resources"
-    __table_args__ = (Index("ix_lsm_instance_resources_set", "env_id", "set_name"),)
+    __table_args__ = (
+        Index("ix_lsm_instance_resources_set", "env_id", "set_name"),
+        # "the records written since desired-state version p" (the deploy planner, 0005)
+        Index("ix_lsm_instance_resources_version", "env_id", "desired_state_version"),
+    )
     env_id: str = Field(primary_key=True, max_length=36)
     instance_id: str = Field(primary_key=True, max_length=36)
     set_name: str = Field(max_length=36)
@@ -200,6 +204,9 @@ class InstanceResourcesRow(SQLModel, table=True):
     resource_ids: list[str] = Field(default_factory=list, sa_column=Column(JsonType, nullable=False))
     instance_version: int | None = Field(default=None)
     instance_state: str | None = Field(default=None, max_length=200)
+    #: the instance's ``desired_state_version`` at that compile (0005): the deploy engine fires
+    #: an instance's resource-based transfer only when this equals the instance's own
+    instance_desired_state_version: int | None = Field(default=None)
 
 
 class InstanceChangeRow(SQLModel, table=True):

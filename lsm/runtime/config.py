@@ -40,6 +40,7 @@ ENV_VARS = {
     "host": "LSM_HOST",
     "port": "LSM_PORT",
     "max_body_bytes": "LSM_MAX_BODY_BYTES",
+    "state_dir": "LSM_STATE_DIR",
 }
 #: ``LSM_AUTH=1`` turns authentication on (as ``[auth] enabled = true``)
 AUTH_ENV_VAR = "LSM_AUTH"
@@ -65,7 +66,7 @@ class ServerConfig(BaseModel):
     lease_ttl: float = Field(30.0, ge=1, le=3600)
     #: the largest request body the API accepts, in bytes (413 above it)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=1024**3)
-    #: what this process is, in leases and logs (``lsm server``, ``lsm worker``)
+    #: what this process is, in leases and logs (``lsm server``, ``lsm worker``, ``lsm agent``)
     role: str = "lsm-server"
     #: models environments may be given by name (``model`` is offered too, under its file name)
     models: dict[str, str] = Field(default_factory=dict)
@@ -75,6 +76,22 @@ class ServerConfig(BaseModel):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     #: listen on a non-loopback address without authentication (``lsm server --insecure``)
     insecure: bool = False
+    #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
+    embedded_agent: bool = False
+    #: the agent names this process may hold (empty: every name)
+    agent_names: list[str] = Field(default_factory=list)
+    #: global noop for this agent process (``lsm agent --noop``); no resource can undo it
+    agent_noop: bool = False
+    #: a global semaphore: at most this many handlers of this process at once (``--sema N``)
+    agent_sema: int | None = Field(None, ge=1)
+    #: handler threads of an agent process (resources of a batch run concurrently on them)
+    agent_threads: int = Field(8, ge=1, le=256)
+    #: resources claimed per batch
+    agent_batch: int = Field(200, ge=1, le=10_000)
+    #: seconds one resource's handler may run (overrides the environment setting ``deploy_timeout``)
+    deploy_timeout: float | None = Field(None, gt=0)
+    #: the directory handlers may write under (default: ``lsm-state`` beside the SQLite file, or in cwd)
+    state_dir: str | None = None
 
     def model_choices(self) -> ModelChoices:
         """What the API may give an environment: the named models, the server's, the model dirs."""

@@ -6,7 +6,12 @@ nowhere else. Two entry points:
 
 * ``build_api(config)``: the core, the facades, the FastAPI app, and the compile processing,
   started in the process when ``config.embedded_worker`` (the embedded default);
-* ``build_worker(config)``: the core and the compile processing, no API.
+* ``build_worker(config)``: the core and the compile processing, no API;
+* ``build_agent(config)``: the core and a deploy agent (``lsm agent``), no API, no compiles.
+
+A deploy agent (``lsm.deploy.agent.AgentService``) is one more source of work of the same
+service loop: ``build_api`` adds it to the compile processing's loop when
+``config.embedded_agent`` (``lsm server``), and it is woken when a compile finished.
 
 The compile queue, worker and locks are constructed in ``build_compile_processing`` only,
 behind the small ``CompileProcessing`` surface (start, stop, wake, drain): that one function
@@ -26,16 +31,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 
 from lsm.api import create_app
 from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
+from lsm.deploy.agent import AgentService
 from lsm.desired_state import DesiredStateStore
 from lsm.facade import ChangeSignal, Core, Facades
 from lsm.inventory import repository as repo
-from lsm.inventory.database import Database
+from lsm.inventory.compile_requests import notify_work
+from lsm.inventory.database import Database, normalize_url
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.runtime.config import ServerConfig
@@ -80,12 +89,14 @@ class WorkerProcessing:
         loop: ServiceLoop,
         *,
         role: str,
+        agent: AgentService | None = None,
     ) -> None:
         self.db = db
         self.runner = runner
         self.compiles = compiles
         self.scheduler = scheduler
         self.loop = loop
+        self.agent = agent
         self.listener = Listener(db, loop.wake)
         self.role = role
         self._lease: Lease | None = None
@@ -101,6 +112,8 @@ class WorkerProcessing:
         self.listener.stop()
         self.loop.stop()
         self.scheduler.shutdown()
+        if self.agent is not None:
+            self.agent.stop()
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -124,12 +137,14 @@ def build_compile_processing(
     config: ServerConfig,
     *,
     on_finished: Callable[[str], None] = lambda _env_id: None,
+    agent: AgentService | None = None,
 ) -> WorkerProcessing:
     """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
     they are built.
 
     ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
-    event stream of this process hear of it at once instead of at their next poll).
+    event stream of this process hear of it at once instead of at their next poll). ``agent``:
+    a deploy agent run by the same loop (woken when a compile finished).
     """
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
@@ -143,6 +158,8 @@ def build_compile_processing(
         per_environment=max(1, config.worker_threads - 1),
     )
     compiles.listeners.append(on_finished)
+    if not db.is_sqlite:
+        compiles.listeners.append(lambda env_id: _notify_deploy(db, env_id))
 
     def schedules() -> list[tuple[str, str]]:
         """Every environment's ``auto_full_compile`` cron (the scheduler's view)."""
@@ -152,17 +169,98 @@ def build_compile_processing(
 
     scheduler = Scheduler(db, schedules)
     keepalives: list[Callable[[], None]] = [scheduler.keepalive]
+    sources: list[CompileService | Scheduler | AgentService] = [compiles, scheduler]
+    if agent is not None:
+        sources.append(agent)
+        keepalives.append(agent.keepalive)
     loop = ServiceLoop(
-        [compiles, scheduler],
+        sources,
         threads=config.worker_threads,
         poll_interval=config.poll_interval,
         keepalives=keepalives,
         heartbeat_interval=min(5.0, config.lease_ttl / 3),
         name=config.role,
     )
-    processing = WorkerProcessing(db, runner, compiles, scheduler, loop, role=config.role)
+    processing = WorkerProcessing(db, runner, compiles, scheduler, loop, role=config.role, agent=agent)
     keepalives.append(processing.keep_lease)
+    if agent is not None:
+        agent.wake = loop.wake
+        compiles.listeners.append(loop.wake)
     return processing
+
+
+def _notify_deploy(db: Database, env_id: str) -> None:
+    """A compile finished: agents in other processes (PostgreSQL LISTEN) look for a new version now."""
+    try:
+        with db.write() as session:
+            notify_work(session, env_id)
+    except Exception:  # a lost wake-up costs one poll interval, never the compile
+        pass
+
+
+def state_dir_of(config: ServerConfig) -> Path:
+    """Where handlers may write: ``config.state_dir``, else ``lsm-state`` beside the SQLite file or in cwd."""
+    if config.state_dir:
+        return Path(config.state_dir)
+    url = make_url(normalize_url(config.database_url))
+    if url.get_backend_name() == "sqlite" and url.database:
+        return Path(url.database).resolve().parent / "lsm-state"
+    return Path.cwd() / "lsm-state"
+
+
+def build_agent_service(
+    db: Database, environments: Environments, orchestrator: Orchestrator, config: ServerConfig
+) -> AgentService:
+    """The deploy agent of this process: the one place it is built."""
+    owner, info = process_identity(config.role if config.role != "lsm-server" else "lsm-server-agent")
+    return AgentService(
+        db,
+        orchestrator,
+        environments.context,
+        owner=owner,
+        info=info,
+        agents=config.agent_names or None,
+        noop=config.agent_noop,
+        sema=config.agent_sema,
+        threads=config.agent_threads,
+        batch=config.agent_batch,
+        lease_ttl=config.lease_ttl,
+        state_dir=state_dir_of(config),
+        deploy_timeout=config.deploy_timeout,
+    )
+
+
+class AgentProcessing:
+    """A deploy agent on its own service loop (``lsm agent``): no compiles, no scheduler."""
+
+    def __init__(self, db: Database, agent: AgentService, config: ServerConfig) -> None:
+        self.db = db
+        self.agent = agent
+        self.loop = ServiceLoop(
+            [agent],
+            threads=max(1, min(4, config.worker_threads)),
+            poll_interval=config.poll_interval,
+            keepalives=[agent.keepalive],
+            heartbeat_interval=min(5.0, config.lease_ttl / 3),
+            name=config.role,
+        )
+        agent.wake = self.loop.wake
+        self.listener = Listener(db, self.loop.wake)
+
+    def start(self) -> None:
+        self.loop.start()
+        self.listener.start()
+
+    def stop(self) -> None:
+        self.listener.stop()
+        self.loop.stop()
+        self.agent.stop()
+
+    def wake(self, env_id: str | None = None) -> None:
+        self.loop.wake(env_id)
+
+    def drain(self) -> int:
+        return self.loop.drain()
 
 
 def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, Environments]:
@@ -194,7 +292,7 @@ class _Runtime:
         config: ServerConfig,
         core: Core,
         environments: Environments,
-        processing: WorkerProcessing,
+        processing: WorkerProcessing | AgentProcessing,
         *,
         owns_db: bool,
     ) -> None:
@@ -260,7 +358,7 @@ class ApiRuntime(_Runtime):
         owns_db: bool,
     ) -> None:
         super().__init__(config, core, environments, processing, owns_db=owns_db)
-        self.facades = Facades.over(core)
+        self.facades = Facades.over(core, wake_agents=processing.wake, state_dir=state_dir_of(config))
         self.app: FastAPI = create_app(
             self.facades,
             is_ready=lambda: self.ready,
@@ -281,10 +379,22 @@ class WorkerRuntime(_Runtime):
 
 
 def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime:
-    """An API process over ``config`` (not started: call ``start()``, then ``stop()``)."""
+    """An API process over ``config`` (not started: call ``start()``, then ``stop()``); with
+    ``config.embedded_agent`` its service loop also runs a deploy agent."""
     core, environments = build_core(config, db)
+    agent = (
+        build_agent_service(core.db, environments, core.orchestrator, config)
+        if config.embedded_agent
+        else None
+    )
     processing = build_compile_processing(
-        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
+        core.db,
+        environments,
+        core.orchestrator,
+        core.store,
+        config,
+        on_finished=core.changes.notify,
+        agent=agent,
     )
     core = dataclasses.replace(core, explain=processing.runner.explain)
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
@@ -297,3 +407,21 @@ def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerR
         core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
     )
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
+
+
+class AgentRuntime(_Runtime):
+    """An agent process: deploy agents without the API or compiles (``build_agent``)."""
+
+    processing: AgentProcessing
+
+    def start(self) -> None:
+        self._start(processing=True)
+
+
+def build_agent(config: ServerConfig, *, db: Database | None = None) -> AgentRuntime:
+    """A deploy-agent process over ``config`` (not started); ``config.agent_names`` limits its names."""
+    core, environments = build_core(config, db)
+    agent = build_agent_service(core.db, environments, core.orchestrator, config)
+    return AgentRuntime(
+        config, core, environments, AgentProcessing(core.db, agent, config), owns_db=db is None
+    )

@@ -102,8 +102,20 @@ def upgrade() -> None:
         sa.Column("planned_version", sa.Integer(), nullable=False),
     )
 
+    # the instance's desired_state_version when its resources were compiled: the deploy engine's
+    # lifecycle feedback fires only for an instance whose record matches its desired state
+    with op.batch_alter_table("lsm_instance_resources") as batch:
+        batch.add_column(sa.Column("instance_desired_state_version", sa.Integer(), nullable=True))
+    # the deploy planner finds the records written since its last plan through it
+    op.create_index(
+        "ix_lsm_instance_resources_version", "lsm_instance_resources", ["env_id", "desired_state_version"]
+    )
+
 
 def downgrade() -> None:
+    op.drop_index("ix_lsm_instance_resources_version", table_name="lsm_instance_resources")
+    with op.batch_alter_table("lsm_instance_resources") as batch:
+        batch.drop_column("instance_desired_state_version")
     op.drop_table("lsm_deploy_head")
     op.drop_index("ix_lsm_resource_action_resource", table_name="lsm_resource_action")
     op.drop_table("lsm_resource_action")

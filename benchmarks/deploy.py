@@ -1,0 +1,205 @@
+"""``python -m benchmarks deploy``: deploy throughput, and the engine time to schedule a 1-set change.
+
+Two measurements, each on a fresh database (SQLite file, or a schema on ``--database-url``):
+
+* **first deploy**: one full desired-state version of ``--resources`` do-nothing resources
+  (``benchmarks.deploy_model``) over ``--agents`` agent names, deployed by one agent process
+  (its handler threads, batches of ``--batch``) from the first plan to the last result written;
+  reported as resources per second;
+* **schedule one set**: a base of N sets (``--bases``, one resource each, all deployed), then
+  ``--repeat`` partial versions that each change one set; timed is the engine's work before the
+  handler runs: ``AgentService.claim()`` (plan the new version, find the open names, claim the
+  changed resource). Median and p95 in milliseconds, after a warm-up of 2 changes per agent
+  name (until the agent holds its names, as a running agent does).
+
+The agent runs in this thread (``claim`` then ``run``), as the service loop's runner would.
+Figures are printed and written to ``benchmarks/results/deploy-<backend>-<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import update
+
+from benchmarks import report
+from benchmarks.backend import backend_name, fresh_database
+from benchmarks.stats import percentile
+from lsm.deploy.agent import AgentService
+from lsm.desired_state.records import ExportRequest, ResourceRecord
+from lsm.inventory.database import Database
+from lsm.inventory.deploy_tables import lsm_resource_state
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.wiring import ApiRuntime, build_api
+
+MODEL = Path(__file__).resolve().parent / "deploy_model.py"
+
+
+def add_deploy_parser(commands: Any) -> None:
+    deploy = commands.add_parser(
+        "deploy",
+        help="deploy throughput (null resources) and the engine time to schedule a 1-set change",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    deploy.add_argument("--resources", type=int, default=10_000, help="resources of the first deploy")
+    deploy.add_argument("--agents", type=int, default=10, help="agent names they are spread over")
+    deploy.add_argument("--batch", type=int, default=200, help="resources claimed per batch")
+    deploy.add_argument("--threads", type=int, default=8, help="handler threads of the agent")
+    deploy.add_argument("--bases", default="1000,100000", help="set counts of the scheduling bases")
+    deploy.add_argument("--repeat", type=int, default=30, help="1-set changes measured per base")
+    deploy.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
+    deploy.add_argument("--workdir", type=Path, default=None, help="where SQLite files go")
+    deploy.add_argument("--json", type=Path, default=None, help="result file")
+
+
+def _engine(db: Database) -> ApiRuntime:
+    engine = build_api(ServerConfig(database_url=db.url, model=str(MODEL), embedded_worker=False), db=db)
+    engine.start()
+    return engine
+
+
+def _agent(engine: ApiRuntime, args: argparse.Namespace, workdir: Path) -> AgentService:
+    return AgentService(
+        engine.db,
+        engine.orchestrator,
+        engine.environments.context,
+        owner="bench-agent",
+        threads=args.threads,
+        batch=args.batch,
+        state_dir=workdir,
+    )
+
+
+def _record(n: int, agents: int, value: int = 0) -> ResourceRecord:
+    agent = f"agent-{n % agents}"
+    return ResourceRecord(
+        f"bench::Null[{agent},name=r{n}]", {"agent": agent, "name": f"r{n}", "value": value, "purged": False}
+    )
+
+
+def first_deploy(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    with fresh_database(args.database_url, args.workdir, "deploy") as db:
+        engine = _engine(db)
+        try:
+            env_id = engine.context(None).env_id
+            per_set = 10
+            sets = {
+                f"set-{s}": [
+                    _record(n, args.agents)
+                    for n in range(s * per_set, min(args.resources, (s + 1) * per_set))
+                ]
+                for s in range((args.resources + per_set - 1) // per_set)
+            }
+            engine.store.export(env_id, ExportRequest(kind="full", sets=sets))
+            agent = _agent(engine, args, workdir)
+            started = time.perf_counter()
+            batches = 0
+            while (work := agent.claim()) is not None:
+                work.run()
+                batches += 1
+            elapsed = time.perf_counter() - started
+            agent.stop()
+            with engine.db.read() as session:
+                deployed = session.connection().execute(
+                    lsm_resource_state.select().where(lsm_resource_state.c.status == "deployed")
+                )
+                count = len(deployed.all())
+            if count != args.resources:
+                raise RuntimeError(f"{count} of {args.resources} resources deployed")
+            return {
+                "resources": args.resources,
+                "agents": args.agents,
+                "batches": batches,
+                "seconds": round(elapsed, 3),
+                "resources_per_s": round(args.resources / elapsed, 1),
+            }
+        finally:
+            engine.stop()
+
+
+def schedule_one_set(args: argparse.Namespace, base: int, workdir: Path) -> dict[str, Any]:
+    rng = random.Random(0)
+    with fresh_database(args.database_url, args.workdir, f"sched{base}") as db:
+        engine = _engine(db)
+        try:
+            env_id = engine.context(None).env_id
+            engine.store.export(
+                env_id,
+                ExportRequest(kind="full", sets={f"set-{n}": [_record(n, args.agents)] for n in range(base)}),
+            )
+            agent = _agent(engine, args, workdir)
+            agent.planner.plan(env_id)
+            with engine.db.write() as session:  # the base is deployed (no need to run 100k handlers)
+                session.connection().execute(
+                    update(lsm_resource_state).values(
+                        status="deployed", deployed_hash=lsm_resource_state.c.desired_hash
+                    )
+                )
+            times: list[float] = []
+            warmup = 2 * args.agents  # until the agent holds its names (a steady state)
+            for step in range(1, warmup + args.repeat + 1):
+                n = rng.randrange(base)
+                engine.store.export(
+                    env_id, ExportRequest(kind="partial", sets={f"set-{n}": [_record(n, args.agents, step)]})
+                )
+                started = time.perf_counter()
+                work = agent.claim()
+                if step > warmup:
+                    times.append((time.perf_counter() - started) * 1000)
+                if work is None or len(work.claimed) != 1:
+                    raise RuntimeError(f"expected one claimed resource, got {work and len(work.claimed)}")
+                work.run()
+            agent.stop()
+            return {
+                "base_sets": base,
+                "repeat": args.repeat,
+                "median_ms": round(percentile(times, 50), 2),
+                "p95_ms": round(percentile(times, 95), 2),
+            }
+        finally:
+            engine.stop()
+
+
+def run_deploy_command(args: argparse.Namespace, argv: list[str]) -> int:
+    out = Console(width=200)
+    started_at = datetime.now(UTC)
+    backend = backend_name(args.database_url)
+    workdir = Path(args.workdir or "/tmp") / f"lsm-bench-deploy-state-{started_at:%Y%m%d%H%M%S}"
+    first = first_deploy(args, workdir)
+    bases = [int(b) for b in args.bases.split(",") if b.strip()]
+    scheduling = [schedule_one_set(args, base, workdir) for base in bases]
+    table = Table(title=f"deploy on {backend}")
+    table.add_column("measurement")
+    table.add_column("result", justify="right")
+    table.add_row(
+        f"first deploy of {first['resources']:,} resources over {first['agents']} agents",
+        f"{first['resources_per_s']:,.0f} resources/s ({first['seconds']} s, {first['batches']} batches)",
+    )
+    for row in scheduling:
+        table.add_row(
+            f"schedule a 1-set change on a {row['base_sets']:,}-set base (claim, before the handler)",
+            f"median {row['median_ms']} ms, p95 {row['p95_ms']} ms",
+        )
+    out.print(table)
+    doc = {
+        "scenario": "deploy",
+        "backend": backend,
+        "argv": argv,
+        "started_at": started_at.isoformat(),
+        "first_deploy": first,
+        "scheduling": scheduling,
+    }
+    path = args.json or report.default_path("deploy", backend, started_at)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2))
+    out.print(f"results written to {path}")
+    return 0

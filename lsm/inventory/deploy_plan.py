@@ -1,0 +1,309 @@
+"""The deploy planner's statements: turn the desired-state versions written since the last plan
+into ``lsm_resource_state`` rows, at the cost of what changed.
+
+Why a cursor (``lsm_deploy_head.planned_version`` = p) and the validity intervals of
+``ds_resource``: every version after p wrote exactly the rows with ``first_version > p``, and
+closed exactly the rows with ``superseded_in > p``. So a plan reads the current rows written
+since p (through ``ix_ds_resource_read``, guarded by ``first_version > 0``) and, of the sets that
+versions p+1..L replaced or deleted (and the shared set), the rows closed since p (through
+``ix_ds_resource_set``): a 1-set change on a 100,000-set base reads one set's rows. Only the
+first plan of an environment (p = 0), or one whose versions p+1..L were collected by retention,
+reads a whole version.
+
+Hashes are over the stored canonical JSON *text* of attributes and requires (never re-encoded),
+so "did this resource change" is a string comparison with the hash last deployed.
+
+Nothing here runs a handler or knows the lifecycle; ``lsm.deploy.planner`` calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Integer,
+    String,
+    bindparam,
+    case,
+    delete,
+    insert,
+    select,
+    text,
+    update,
+)
+
+from lsm.inventory.database import JsonType
+from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_require, lsm_resource_state
+from lsm.inventory.desired_state_tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
+from lsm.inventory.tables import InstanceResourcesRow
+
+CHUNK = 500
+T = TypeVar("T")
+
+_state = lsm_resource_state
+_records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
+_req = lsm_resource_require
+
+
+def desired_hash(attributes_text: str, requires_text: str) -> str:
+    """The hash of one stored resource's desired attributes and requires (their stored text)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(attributes_text.encode())
+    digest.update(b"\0")
+    digest.update(requires_text.encode())
+    return digest.hexdigest()
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+@dataclass
+class PlanResult:
+    """What one plan did: the versions it covered, the sets it touched, and its row counts."""
+
+    env_id: str
+    base: int
+    version: int
+    #: named sets whose rows were written or removed (the lifecycle feedback looks at their instances)
+    sets: set[str] = field(default_factory=set)
+    rows_read: int = 0
+    rows_written: int = 0
+    removed: int = 0
+    full: bool = False
+
+    @property
+    def planned(self) -> bool:
+        return self.version > self.base
+
+
+def due_environments(conn: Connection) -> list[str]:
+    """Environments whose newest desired-state version is not planned yet."""
+    query = (
+        select(ds_head.c.env_id)
+        .select_from(ds_head.outerjoin(lsm_deploy_head, lsm_deploy_head.c.env_id == ds_head.c.env_id))
+        .where(
+            (lsm_deploy_head.c.planned_version.is_(None))
+            | (ds_head.c.latest > lsm_deploy_head.c.planned_version)
+        )
+    )
+    return [row[0] for row in conn.execute(query)]
+
+
+def _lock_head(conn: Connection, env_id: str) -> int:
+    """The planned version of ``env_id``, its head row locked (created at 0 when missing)."""
+    query = select(lsm_deploy_head.c.planned_version).where(lsm_deploy_head.c.env_id == env_id)
+    found = conn.execute(query.with_for_update()).scalar()
+    if found is not None:
+        return int(found)
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        conn.execute(
+            pg_insert(lsm_deploy_head).values(env_id=env_id, planned_version=0).on_conflict_do_nothing()
+        )
+        return int(conn.execute(query.with_for_update()).scalar_one())
+    conn.execute(insert(lsm_deploy_head).values(env_id=env_id, planned_version=0))
+    return 0
+
+
+def plan(conn: Connection, env_id: str) -> PlanResult:
+    """Bring ``env_id``'s resource-state rows to its newest version; call inside ONE write transaction."""
+    base = _lock_head(conn, env_id)
+    latest = conn.execute(select(ds_head.c.latest).where(ds_head.c.env_id == env_id)).scalar()
+    result = PlanResult(env_id, base, base)
+    if latest is None or latest <= base:
+        return result
+    result.version = latest
+    versions = list(
+        conn.execute(
+            select(ds_version.c.number, ds_version.c.sets_replaced, ds_version.c.sets_deleted).where(
+                ds_version.c.env_id == env_id, ds_version.c.number > base, ds_version.c.number <= latest
+            )
+        )
+    )
+    full = base == 0 or len(versions) < latest - base
+    result.full = full
+    touched: set[str] = set()
+    for _number, replaced, deleted in versions:
+        touched.update(replaced or ())
+        touched.update(deleted or ())
+    # 1. the current rows written since the last plan (all current rows for a full plan)
+    current = select(
+        ds_resource.c.resource_id,
+        ds_resource.c.set_name,
+        ds_resource.c.attributes,
+        ds_resource.c.requires,
+    ).where(
+        ds_resource.c.env_id == env_id,
+        ds_resource.c.superseded_in.is_(None),
+        text(READ_GUARD_SQL),
+    )
+    if not full:
+        current = current.where(ds_resource.c.first_version > base)
+    rows = list(conn.execute(current))
+    result.rows_read += len(rows)
+    written = {row[0] for row in rows}
+    result.rows_written += _upsert(conn, env_id, latest, rows)
+    touched.update(row[1] for row in rows)
+    # 2. resources that left the desired state
+    if full:
+        gone = [
+            rid
+            for (rid,) in conn.execute(select(_state.c.resource_id).where(_state.c.env_id == env_id))
+            if rid not in written
+        ]
+    else:
+        names = sorted(touched | {""})
+        gone_set: set[str] = set()
+        for part in chunks(names):
+            closed = select(ds_resource.c.resource_id).where(
+                ds_resource.c.set_name.in_(part),
+                ds_resource.c.env_id == env_id,
+                ds_resource.c.superseded_in > base,
+            )
+            found = [r[0] for r in conn.execute(closed)]
+            result.rows_read += len(found)
+            gone_set.update(rid for rid in found if rid not in written)
+        gone = sorted(gone_set)
+    for part in chunks(gone):
+        removed_sets = conn.execute(
+            select(_state.c.set_name).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part))
+        )
+        touched.update(r[0] for r in removed_sets)
+        conn.execute(delete(_state).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part)))
+        conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part)))
+    result.removed = len(gone)
+    # 3. the trees whose instances were compiled since (an unchanged set writes no resource row,
+    #    but its instances' desired-state versions moved: the feedback must look at them)
+    records = select(_records.c.set_name).where(
+        _records.c.env_id == env_id, _records.c.desired_state_version > base
+    )
+    touched.update(r[0] for r in conn.execute(records.distinct()))
+    # 4. the cursor
+    conn.execute(
+        update(lsm_deploy_head).where(lsm_deploy_head.c.env_id == env_id).values(planned_version=latest)
+    )
+    result.sets = {name for name in touched if name}
+    return result
+
+
+def _upsert(conn: Connection, env_id: str, version: int, rows: Sequence[Any]) -> int:
+    """Write the state rows and edges of ``rows`` (``ds_resource`` rows); returns rows written."""
+    written = 0
+    for part in chunks(rows):
+        ids = [row[0] for row in part]
+        existing = {
+            r.resource_id: r
+            for r in conn.execute(
+                select(
+                    _state.c.resource_id,
+                    _state.c.desired_hash,
+                    _state.c.deployed_hash,
+                    _state.c.status,
+                ).where(_state.c.env_id == env_id, _state.c.resource_id.in_(ids))
+            )
+        }
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        edges: list[dict[str, Any]] = []
+        for resource_id, set_name, attributes_text, requires_text in part:
+            attributes = json.loads(attributes_text)
+            requires = json.loads(requires_text)
+            new_hash = desired_hash(attributes_text, requires_text)
+            values = {
+                "agent": str(attributes.get("agent", "")),
+                "resource_type": resource_id.split("[", 1)[0],
+                "set_name": set_name,
+                "purged": bool(attributes.get("purged", False)),
+                "requires": requires,
+                "version": version,
+                "desired_hash": new_hash,
+            }
+            edges.extend({"env_id": env_id, "required_id": r, "resource_id": resource_id} for r in requires)
+            old = existing.get(resource_id)
+            if old is None:
+                inserts.append(
+                    {
+                        **values,
+                        "resource_id": resource_id,
+                        "env_id": env_id,
+                        "status": "pending",
+                        "attempts": 0,
+                    }
+                )
+                continue
+            status, attempts_reset = _next_status(old.status, old.desired_hash, old.deployed_hash, new_hash)
+            updates.append(
+                {
+                    **values,
+                    "rid": resource_id,
+                    "new_status": status,
+                    "reset": attempts_reset,
+                }
+            )
+        if inserts:
+            conn.execute(insert(_state), inserts)
+        if updates:
+            conn.execute(
+                update(_state)
+                .where(_state.c.env_id == env_id, _state.c.resource_id == bindparam("rid"))
+                .values(
+                    agent=bindparam("agent", type_=String()),
+                    resource_type=bindparam("resource_type", type_=String()),
+                    set_name=bindparam("set_name", type_=String()),
+                    purged=bindparam("purged", type_=Boolean()),
+                    requires=bindparam("requires", type_=JsonType),
+                    version=bindparam("version", type_=Integer()),
+                    desired_hash=bindparam("desired_hash", type_=String()),
+                    status=bindparam("new_status", type_=String()),
+                    attempts=case((bindparam("reset", type_=Integer()) == 1, 0), else_=_state.c.attempts),
+                    next_attempt_at=case(
+                        (bindparam("reset", type_=Integer()) == 1, None), else_=_state.c.next_attempt_at
+                    ),
+                ),
+                updates,
+            )
+        conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(ids)))
+        if edges:
+            conn.execute(insert(_req), edges)
+        written += len(part)
+    return written
+
+
+def _next_status(status: str, old_hash: str, deployed: str | None, new_hash: str) -> tuple[str, int]:
+    """The status of an existing row under a new version, and whether its tries start over (1)."""
+    if status == "deploying":
+        return "deploying", 0  # its result is written for the hash it ran; pending when that changed
+    if new_hash == old_hash:
+        if status in ("failed", "skipped", "noop_pending"):
+            return "pending", 1  # a new version is a new try
+        return status, 0
+    if deployed == new_hash and status not in ("failed",):
+        return "deployed", 1
+    return "pending", 1
+
+
+def affected_sets(conn: Connection, env_id: str, resource_ids: Iterable[str]) -> set[str]:
+    """The named sets of these resources."""
+    found: set[str] = set()
+    ids = list(resource_ids)
+    for part in chunks(ids):
+        found.update(
+            r[0]
+            for r in conn.execute(
+                select(_state.c.set_name).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part))
+            )
+        )
+    found.discard("")
+    return found
+
+
+__all__ = ["PlanResult", "affected_sets", "chunks", "desired_hash", "due_environments", "plan"]

@@ -1,0 +1,449 @@
+"""The deploy agents' statements: which names have work, claims, result writes, take-over.
+
+Why SQL Core in batches: an agent claims up to a few hundred ready resources in one statement
+and writes their results in one transaction (state rows by executemany, action rows by one
+bulk insert), so the store costs a few statements per batch, not per resource.
+
+Readiness is decided in the claim itself, through ``lsm_resource_require``:
+
+* a resource that is not purged is ready when none of the resources it requires is still open
+  (``pending`` / ``deploying``); if one of them is ``failed`` or ``skipped`` it is *skipped*
+  instead of run;
+* a purged resource is deleted after the purged resources that require it: it is ready when
+  none of those is still open (skipped when one of them failed or was skipped).
+
+Results are *fenced*: written only to rows still ``deploying`` and ``claimed_by`` the owner that
+ran them, so a taken-over agent's late results are dropped; a row whose desired hash changed
+while it ran becomes ``pending`` for the new hash instead of ``deployed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Float,
+    Integer,
+    String,
+    Text,
+    and_,
+    bindparam,
+    case,
+    exists,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
+from sqlmodel import Session
+
+from lsm.inventory.deploy_plan import chunks
+from lsm.inventory.deploy_tables import (
+    OPEN_STATUSES_SQL,
+    lsm_deploy_head,
+    lsm_resource_action,
+    lsm_resource_require,
+    lsm_resource_state,
+)
+from lsm.inventory.desired_state_tables import ds_resource
+from lsm.inventory.tables import ScheduleRow
+
+_state = lsm_resource_state
+_req = lsm_resource_require
+
+_TS = DateTime(timezone=True)
+#: the ``lsm_schedule`` job of the periodic repair (setting ``deploy_repair_interval``)
+REPAIR_JOB = "deploy_repair"
+
+#: statuses of a required resource that still hold its dependants back
+WAITING = ("pending", "deploying")
+#: statuses of a required resource that skip its dependants
+BLOCKING = ("failed", "skipped")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """One claimed resource: what the executor needs and what its result write carries."""
+
+    resource_id: str
+    agent: str
+    set_name: str
+    version: int
+    desired_hash: str
+    purged: bool
+    attempts: int
+    bucket_tokens: float | None
+    bucket_at: datetime | None
+    #: it was ``deployed`` and its poll (or repair) was due: a re-check, not a change
+    recheck: bool
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """SQLite keeps no offset (we always store UTC): make a read timestamp aware again."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:
+    """``(env_id, agent)`` with open work: pending/deploying rows, or deployed rows whose poll is due."""
+    names = {
+        (r[0], r[1])
+        for r in conn.execute(
+            select(_state.c.env_id, _state.c.agent).where(text(OPEN_STATUSES_SQL)).distinct()
+        )
+    }
+    # per environment, through the partial poll index (env_id, poll_at): a DISTINCT here would
+    # walk an index in (env_id, agent) order over every row instead
+    for env_id in planned_environments(conn):
+        due = select(_state.c.agent).where(
+            text("poll_at IS NOT NULL"), _state.c.env_id == env_id, _state.c.poll_at <= now
+        )
+        names.update((env_id, r[0]) for r in conn.execute(due))
+    return names
+
+
+def release_names(conn: Connection, env_id: str, agents: Sequence[str], *, owner: str | None = None) -> int:
+    """Rows left ``deploying`` by these agents go back to ``pending`` (a take-over, or a shutdown
+    of ``owner``): no resource stays ``deploying`` without a live holder."""
+    query = update(_state).where(
+        text(OPEN_STATUSES_SQL),
+        _state.c.env_id == env_id,
+        _state.c.agent.in_(list(agents)),
+        _state.c.status == "deploying",
+    )
+    if owner is not None:
+        query = query.where(_state.c.claimed_by == owner)
+    result = conn.execute(query.values(status="pending", claimed_by=None))
+    return int(result.rowcount)
+
+
+def _claim_statements() -> tuple[Any, Any]:
+    """The two claim queries, built once (bound by name: ``env_id``, ``agents``, ``now``, ``lim``)."""
+    s = _state
+    dep = _state.alias("dep")
+    # not purged: the resources it requires, by status
+    forward = (
+        select(dep.c.resource_id)
+        .select_from(
+            _req.join(dep, and_(dep.c.resource_id == _req.c.required_id, dep.c.env_id == _req.c.env_id))
+        )
+        .where(_req.c.env_id == s.c.env_id, _req.c.resource_id == s.c.resource_id)
+    )
+    # purged: the purged resources that require it, by status
+    backward = (
+        select(dep.c.resource_id)
+        .select_from(
+            _req.join(dep, and_(dep.c.resource_id == _req.c.resource_id, dep.c.env_id == _req.c.env_id))
+        )
+        .where(_req.c.env_id == s.c.env_id, _req.c.required_id == s.c.resource_id, dep.c.purged.is_(True))
+    )
+    waiting = case(
+        (s.c.purged.is_(True), exists(backward.where(dep.c.status.in_(WAITING)))),
+        else_=exists(forward.where(dep.c.status.in_(WAITING))),
+    )
+    blocked = case(
+        (s.c.purged.is_(True), exists(backward.where(dep.c.status.in_(BLOCKING)))),
+        else_=exists(forward.where(dep.c.status.in_(BLOCKING))),
+    )
+    columns = (
+        s.c.resource_id,
+        s.c.agent,
+        s.c.set_name,
+        s.c.version,
+        s.c.desired_hash,
+        s.c.purged,
+        s.c.attempts,
+        s.c.bucket_tokens,
+        s.c.bucket_at,
+        s.c.status,
+    )
+    env = bindparam("env_id", type_=String())
+    agents = bindparam("agents", expanding=True, type_=String())
+    now = bindparam("now", type_=_TS)
+    lim = bindparam("lim", type_=Integer())
+    pending = (
+        select(*columns, blocked.label("blocked"))
+        .where(
+            text(OPEN_STATUSES_SQL),
+            s.c.env_id == env,
+            s.c.agent.in_(agents),
+            s.c.status == "pending",
+            (s.c.next_attempt_at.is_(None)) | (s.c.next_attempt_at <= now),
+            ~waiting,
+        )
+        .limit(lim)
+    )
+    polled = (
+        select(*columns, literal(False).label("blocked"))
+        .where(
+            text("poll_at IS NOT NULL"),
+            s.c.env_id == env,
+            s.c.poll_at <= now,
+            s.c.agent.in_(agents),
+            s.c.status == "deployed",
+        )
+        .limit(lim)
+    )
+    return pending, polled
+
+
+_PENDING, _POLLED = _claim_statements()
+_LOCKED = (
+    _PENDING.with_for_update(skip_locked=True, of=_state),
+    _POLLED.with_for_update(skip_locked=True, of=_state),
+)
+
+
+def claim(
+    conn: Connection, env_id: str, agents: Sequence[str], owner: str, now: datetime, limit: int
+) -> tuple[list[Claimed], list[str]]:
+    """Claim up to ``limit`` ready resources of ``agents`` (-> ``deploying``); mark the blocked ones
+    ``skipped``. Returns (claimed, skipped ids). Call inside a write transaction."""
+    s = _state
+    pending, polled = _LOCKED if conn.dialect.name == "postgresql" else (_PENDING, _POLLED)
+    params: dict[str, Any] = {"env_id": env_id, "agents": list(agents), "now": now, "lim": limit}
+    rows = list(conn.execute(pending, params))
+    if len(rows) < limit:
+        rows.extend(conn.execute(polled, {**params, "lim": limit - len(rows)}))
+    claimed: list[Claimed] = []
+    skipped: list[str] = []
+    for row in rows:
+        if row.blocked:
+            skipped.append(row.resource_id)
+            continue
+        claimed.append(
+            Claimed(
+                resource_id=row.resource_id,
+                agent=row.agent,
+                set_name=row.set_name,
+                version=row.version,
+                desired_hash=row.desired_hash,
+                purged=bool(row.purged),
+                attempts=row.attempts,
+                bucket_tokens=row.bucket_tokens,
+                bucket_at=utc(row.bucket_at),
+                recheck=row.status == "deployed",
+            )
+        )
+    for part in chunks([c.resource_id for c in claimed]):
+        conn.execute(
+            update(s)
+            .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
+            .values(status="deploying", claimed_by=owner, poll_at=None)
+        )
+    if skipped:
+        by_id = {row.resource_id: row for row in rows}
+        for part in chunks(skipped):
+            conn.execute(
+                update(s)
+                .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
+                .values(status="skipped", last_action="skip", last_action_at=now, claimed_by=None)
+            )
+        conn.execute(
+            insert(lsm_resource_action),
+            [
+                {
+                    "env_id": env_id,
+                    "resource_id": rid,
+                    "version": by_id[rid].version,
+                    "action": "skip",
+                    "status": "skipped",
+                    "changes": {},
+                    "messages": [
+                        {
+                            "level": "info",
+                            "message": "skipped: a resource it depends on failed or was skipped",
+                            "at": now.isoformat(),
+                            "data": {},
+                        }
+                    ],
+                    "started_at": now,
+                    "duration_ms": 0.0,
+                    "agent": by_id[rid].agent,
+                    "dry_run": False,
+                }
+                for rid in skipped
+            ],
+        )
+    return claimed, skipped
+
+
+def desired_records(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The current stored ``(attributes, requires)`` text of these resources."""
+    out: dict[str, tuple[str, str]] = {}
+    for part in chunks(list(resource_ids)):
+        query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
+            ds_resource.c.resource_id.in_(part),
+            ds_resource.c.env_id == env_id,
+            ds_resource.c.superseded_in.is_(None),
+        )
+        out.update((r[0], (r[1], r[2])) for r in conn.execute(query))
+    return out
+
+
+@dataclass
+class Result:
+    """The outcome of one claimed resource, as written to its state row and action log."""
+
+    resource_id: str
+    agent: str
+    version: int
+    #: the hash of the attributes that actually ran (fences a result against a newer version)
+    ran_hash: str
+    status: str
+    attempts: int
+    deployed_hash: str | None
+    last_error: str | None
+    next_attempt_at: datetime | None
+    poll_at: datetime | None
+    bucket_tokens: float | None
+    bucket_at: datetime | None
+    #: the action log line; ``None``: nothing ran (a rate limit said wait)
+    action: dict[str, Any] | None
+    set_name: str = ""
+
+
+def write_results(
+    conn: Connection, env_id: str, owner: str, now: datetime, results: Sequence[Result]
+) -> set[str]:
+    """Write a batch's results in the caller's transaction; returns the ids actually written.
+
+    On a success, dependants that were ``skipped`` go back to ``pending`` (and, for a deleted
+    purged resource, the purged resources it required).
+    """
+    if not results:
+        return set()
+    s = _state
+    ids = [r.resource_id for r in results]
+    mine: set[str] = set()
+    for part in chunks(ids):
+        query = select(s.c.resource_id).where(
+            text(OPEN_STATUSES_SQL),
+            s.c.env_id == env_id,
+            s.c.resource_id.in_(part),
+            s.c.status == "deploying",
+            s.c.claimed_by == owner,
+        )
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        mine.update(r[0] for r in conn.execute(query))
+    kept = [r for r in results if r.resource_id in mine]
+    if kept:
+        same = s.c.desired_hash == bindparam("ran_hash", type_=String())
+        conn.execute(
+            update(s)
+            .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
+            .values(
+                status=case((same, bindparam("new_status", type_=String())), else_="pending"),
+                attempts=case((same, bindparam("new_attempts", type_=Integer())), else_=0),
+                deployed_hash=case(
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_hash", type_=String())),
+                    else_=s.c.deployed_hash,
+                ),
+                last_deployed_version=case(
+                    (bindparam("success", type_=Integer()) == 1, bindparam("ran_version", type_=Integer())),
+                    else_=s.c.last_deployed_version,
+                ),
+                last_error=bindparam("new_error", type_=Text()),
+                last_action=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("new_action", type_=String())),
+                    else_=s.c.last_action,
+                ),
+                last_action_at=case(
+                    (bindparam("acted", type_=Integer()) == 1, bindparam("now", type_=_TS)),
+                    else_=s.c.last_action_at,
+                ),
+                next_attempt_at=case((same, bindparam("new_next", type_=_TS)), else_=None),
+                poll_at=bindparam("new_poll", type_=_TS),
+                bucket_tokens=bindparam("new_tokens", type_=Float()),
+                bucket_at=bindparam("new_bucket_at", type_=_TS),
+                claimed_by=None,
+            ),
+            [
+                {
+                    "rid": r.resource_id,
+                    "ran_hash": r.ran_hash,
+                    "ran_version": r.version,
+                    "new_status": r.status,
+                    "new_attempts": r.attempts,
+                    "success": 1 if r.deployed_hash is not None else 0,
+                    "new_error": r.last_error,
+                    "acted": 1 if r.action is not None else 0,
+                    "new_action": r.action["action"] if r.action is not None else None,
+                    "now": now,
+                    "new_next": r.next_attempt_at,
+                    "new_poll": r.poll_at,
+                    "new_tokens": r.bucket_tokens,
+                    "new_bucket_at": r.bucket_at,
+                }
+                for r in kept
+            ],
+        )
+    actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
+    if actions:
+        conn.execute(insert(lsm_resource_action), actions)
+    succeeded = [r.resource_id for r in kept if r.status == "deployed"]
+    for part in chunks(succeeded):
+        dependants = select(_req.c.resource_id).where(_req.c.env_id == env_id, _req.c.required_id.in_(part))
+        required = select(_req.c.required_id).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part))
+        conn.execute(
+            update(s)
+            .where(
+                s.c.env_id == env_id,
+                s.c.status == "skipped",
+                (s.c.resource_id.in_(dependants) & s.c.purged.is_(False))
+                | (s.c.resource_id.in_(required) & s.c.purged.is_(True)),
+            )
+            .values(status="pending", next_attempt_at=None)
+        )
+    return mine
+
+
+def planned_environments(conn: Connection) -> list[str]:
+    """Environments the deploy planner has seen."""
+    return [r[0] for r in conn.execute(select(lsm_deploy_head.c.env_id))]
+
+
+def repair_if_due(session: Session, env_id: str, now: datetime, interval: float) -> int:
+    """Periodic repair: when ``interval`` seconds passed since the last one, every deployed row of
+    ``env_id`` becomes ``pending`` (re-read, drift fixed). The tick is stored (``lsm_schedule``,
+    job ``deploy_repair``) and its row locked, so one agent process fires it once; the first look
+    only starts the clock. Returns the rows set to pending."""
+    if interval <= 0:
+        return 0
+    row = session.get(ScheduleRow, (env_id, REPAIR_JOB), with_for_update=True)
+    if row is None:
+        session.add(ScheduleRow(env_id=env_id, job=REPAIR_JOB, last_tick=now))
+        return 0
+    last = utc(row.last_tick)
+    if last is not None and (now - last).total_seconds() < interval:
+        return 0
+    row.last_tick = now
+    session.add(row)
+    result = session.connection().execute(
+        update(_state)
+        .where(_state.c.env_id == env_id, _state.c.status == "deployed")
+        .values(status="pending", next_attempt_at=None)
+    )
+    return int(result.rowcount)
+
+
+__all__ = [
+    "BLOCKING",
+    "WAITING",
+    "Claimed",
+    "Result",
+    "claim",
+    "desired_records",
+    "open_names",
+    "planned_environments",
+    "release_names",
+    "repair_if_due",
+    "utc",
+    "write_results",
+]

@@ -1,0 +1,109 @@
+"""``lsm agent`` processes on PostgreSQL share the agent names; kill -9 of one mid-deploy loses nothing.
+
+Real subprocesses on a database of their own; a slow handler (content ``slow:<s>``) keeps
+resources ``deploying`` long enough to kill a holder in the middle of its batch.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlmodel import col
+
+from lsm.desired_state.records import ExportRequest
+from lsm.inventory.deploy_tables import lsm_resource_state
+from lsm.inventory.tables import LeaseRow
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.wiring import build_api
+from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
+from tests.deploy.agents import file
+from tests.runtime.test_scale_out import database_url, wait_for
+
+__all__ = ["database_url"]
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(POSTGRES_URL is None, reason="needs LSM_TEST_POSTGRES_URL (PostgreSQL)")
+
+
+def start_agent(url: str, state_dir: Path, log: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lsm.cli",
+            "agent",
+            "--database",
+            url,
+            "--lease-ttl",
+            "3",
+            "--poll",
+            "0.2",
+            "--threads",
+            "2",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LSM_STATE_DIR": str(state_dir), "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_agents_share_the_names_and_a_killed_ones_names_are_taken_over(
+    database_url: str, tmp_path: Path
+) -> None:
+    engine = build_api(
+        ServerConfig(
+            database_url=database_url,
+            model="tests.deploy.file_model",
+            embedded_worker=False,
+            lifecycle_dirs=[TEST_LIFECYCLES],
+        )
+    )
+    engine.start()
+    state_dir = tmp_path / "state"
+    agents: list[subprocess.Popen[str]] = []
+    try:
+        env_id = engine.context(None).env_id
+        records = [file(f"f{i}.conf", "slow:0.4", agent=f"ag{i % 4}") for i in range(40)]
+
+        def present() -> int:
+            with engine.db.read() as session:
+                query = select(func.count()).where(col(LeaseRow.name).startswith("agent-process:"))
+                return int(session.execute(query).scalar_one())
+
+        def rows() -> list[tuple[str, str | None]]:
+            with engine.db.read() as session:
+                query = select(lsm_resource_state.c.status, lsm_resource_state.c.claimed_by)
+                return [(r[0], r[1]) for r in session.connection().execute(query)]
+
+        agents = [start_agent(database_url, state_dir, tmp_path / f"agent{n}.log") for n in range(2)]
+        assert wait_for(lambda: present() == 2, 30)
+        engine.store.export(env_id, ExportRequest(kind="full", sets={"s": records}))
+        # both processes deploy at once: the names are shared between them
+        assert wait_for(lambda: len({o for s, o in rows() if s == "deploying"}) == 2, 30), rows()
+        victim = agents[0]
+        victim_owner_pid = str(victim.pid)
+        assert any(s == "deploying" and o is not None and f":{victim_owner_pid}:" in o for s, o in rows())
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(10)
+
+        assert wait_for(lambda: all(s == "deployed" for s, _ in rows()), 90), rows()
+        assert not [r for r in rows() if r[0] == "deploying"]
+        assert sorted(p.name for p in state_dir.iterdir()) == sorted(f"f{i}.conf" for i in range(40))
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGTERM)
+                try:
+                    agent.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(agent.pid, signal.SIGKILL)
+        engine.stop()
