@@ -1,9 +1,12 @@
 """``lsm quickstart``: the engine end to end in one command, with nothing installed beside it.
 
 It starts an embedded server (``lsm.runtime.wiring.build_api`` on a temporary SQLite file, the
-real API served by uvicorn on 127.0.0.1 with a free port), loads the ``examples/router_port`` model, orders a
-router and two ports owned by it through the ``Client`` (over HTTP, like an operator would),
-then follows their lifecycles step by step until they settle, and prints the final table.
+real API served by uvicorn on 127.0.0.1 with a free port, a compile worker and a deploy agent in
+the same process), loads the ``examples/router_port`` model, orders a router and two ports owned
+by it through the ``Client`` (over HTTP, like an operator would), and follows their lifecycles
+step by step until they are ``up``: their resources were deployed by the example's handlers,
+one configuration file per resource under the server's state directory, which it lists. Then it
+deletes one port, follows it to ``terminated`` and shows that its file is gone.
 
 Why through the client and not the engine: the demo is also a smoke test of every layer an
 operator touches (HTTP, error bodies, the event log); a failed request makes it exit non-zero.
@@ -33,6 +36,8 @@ from lsm.runtime.wiring import build_api
 EXAMPLE = "router_port"
 #: states in which an instance is done moving for the demo's purposes
 FINAL_STATES = frozenset({"up", "terminated"})
+#: the port the demo deletes
+DELETED_PORT = "eth1"
 _STYLES = {"info": "cyan", "success": "green", "warning": "yellow", "danger": "red"}
 
 
@@ -71,6 +76,8 @@ class Quickstart:
 
     client: Client
     console: Console
+    #: where the embedded agent's handlers write (the example's configuration files)
+    state_dir: Path | None = None
     timeout: float = 60.0
     #: seconds without any change after which instances that are not in a final state are settled
     settle: float = 4.0
@@ -83,9 +90,13 @@ class Quickstart:
             return 1
         tracked = self.order()
         if tracked:
-            self.follow(tracked)
+            self.follow(tracked, "up")
             self.console.print(self.table(tracked))
             self.desired_state()
+            written = self.files("deployed: the files the handlers wrote")
+            port = next((item for item in tracked if item.name == f"port {DELETED_PORT}"), None)
+            if port is not None and not self.failures:
+                self.delete(port, tracked, written)
         if self.failures:
             self.console.print(f"[red]quickstart failed:[/] {len(self.failures)} problem(s)")
             for failure in self.failures:
@@ -129,9 +140,11 @@ class Quickstart:
         )
         return Tracked(entity, name, instance["id"])
 
-    def follow(self, tracked: list[Tracked]) -> None:
-        """Poll instances and event logs, printing each step, until they settle or time runs out."""
-        self.console.rule("following the lifecycles")
+    def follow(self, tracked: list[Tracked], target: str) -> None:
+        """Poll instances and event logs, printing each step, until every one is in ``target``
+        (or stopped in another final state), or nothing moved for ``settle`` seconds, or time ran
+        out; anything but ``target`` is a failure."""
+        self.console.rule(f"following the lifecycles to {target}")
         start = last_change = time.monotonic()
         while True:
             steps: list[tuple[dict[str, Any], Tracked]] = []
@@ -145,12 +158,13 @@ class Quickstart:
             if changed:
                 last_change = now
             if all(item.state in FINAL_STATES for item in tracked):
+                wrong = [f"{i.name} is {i.state}" for i in tracked if i.state != target]
+                if wrong:
+                    self.failures.append(f"expected {target}: {', '.join(wrong)}")
                 return
             if now - last_change >= self.settle:
                 waiting = ", ".join(f"{i.name} in {i.state}" for i in tracked if i.state not in FINAL_STATES)
-                self.console.print(
-                    f"[dim]settled: nothing moved for {self.settle:g} s ({escape(waiting)})[/]"
-                )
+                self.failures.append(f"nothing moved for {self.settle:g} s: {waiting}")
                 return
             if now - start >= self.timeout:
                 self.failures.append(f"the instances did not settle within {self.timeout:g} s")
@@ -177,6 +191,39 @@ class Quickstart:
         step = f"{self.state(event.get('source') or '·')} {mark} {self.state(event['target'])}"
         how = f"[dim]({escape(event['trigger'])}, v{event['version']})[/]"
         self.console.print(f"{escape(item.name):<18} {step} {how}{message}")
+
+    def files(self, title: str) -> set[Path]:
+        """The files under the state directory (the example's handlers write one per resource)."""
+        if self.state_dir is None:
+            return set()
+        found = {p.relative_to(self.state_dir) for p in self.state_dir.rglob("*") if p.is_file()}
+        self.console.rule(title)
+        for path in sorted(found):
+            self.console.print(f"  {escape(str(path))}")
+        if not found:
+            self.failures.append(f"no file was written under {self.state_dir}")
+        return found
+
+    def delete(self, port: Tracked, tracked: list[Tracked], before: set[Path]) -> None:
+        """Delete one port, follow it to ``terminated`` and show that its file is gone."""
+        self.console.rule(f"deleting {port.name}")
+        done = self.call(
+            f"delete {port.name}",
+            self.client.delete_instance,
+            port.entity,
+            port.id,
+            current_version=port.version,
+        )
+        if done is None:
+            return
+        self.follow([port], "terminated")
+        self.console.print(self.table(tracked))
+        after = {p for p in before if (self.state_dir / p).exists()} if self.state_dir else set()
+        gone = sorted(before - after)
+        if not gone:
+            self.failures.append(f"no file was removed when {port.name} was deleted")
+        for path in gone:
+            self.console.print(f"removed: {escape(str(path))}")
 
     def desired_state(self) -> None:
         """One line on the newest desired-state version, what the compiles produced."""
@@ -213,16 +260,22 @@ def run(console: Console | None = None, *, timeout: float = 60.0, settle: float 
     model = find_example()
     with tempfile.TemporaryDirectory(prefix="lsm-quickstart-") as tmp:
         database_url = f"sqlite:///{Path(tmp) / 'lsm.db'}"
-        engine = build_api(ServerConfig(database_url=database_url, model=str(model)))
+        state_dir = Path(tmp) / "lsm-state"
+        config = ServerConfig(
+            database_url=database_url, model=str(model), embedded_agent=True, state_dir=str(state_dir)
+        )
+        engine = build_api(config)
         engine.start()
         try:
             with BackgroundServer(engine.app) as server:
                 console.print(
                     f"lsm quickstart: model [bold]{escape(str(model))}[/], database {escape(database_url)}\n"
-                    f"API on {server.url} (OpenAPI at {server.url}/docs)"
+                    f"API on {server.url} (OpenAPI at {server.url}/docs)\n"
+                    f"the deploy agent writes under {escape(str(state_dir))}"
                 )
                 retry = RetryPolicy(attempts=20, initial_wait=0.05, max_wait=0.5)
                 with Client(server.url, retry=retry) as client:
-                    return Quickstart(client, console, timeout=timeout, settle=settle).run()
+                    demo = Quickstart(client, console, state_dir, timeout=timeout, settle=settle)
+                    return demo.run()
         finally:
             engine.stop()

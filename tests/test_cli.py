@@ -387,7 +387,11 @@ def test_quickstart_runs_end_to_end(tmp_path: Path) -> None:
     assert "router 10.0.0.1" in result.stdout
     assert "port eth0" in result.stdout and "port eth1" in result.stdout
     assert "start → acknowledged" in result.stdout  # the validation compile ran
+    assert "creating → up" in result.stdout  # the agent deployed the resources
     assert "desired state: version" in result.stdout
+    assert "net/Interface/eth1.json" in result.stdout  # the files the example's handlers wrote
+    assert "deleting → terminated" in result.stdout  # the deleted port's resources were purged
+    assert "removed: " in result.stdout and "eth1.json" in result.stdout.split("removed: ", 1)[1]
     assert "quickstart finished" in result.stdout
 
 
