@@ -327,7 +327,6 @@ def worker(
     exporting compiles one at a time per environment). On SQLite one worker process runs
     (``lsm server`` includes one); a second refuses to start.
     """
-    import threading
 
     from lsm.runtime.config import load_config
     from lsm.runtime.wiring import build_worker
@@ -345,8 +344,15 @@ def worker(
             )
         )
         runtime.start()
+    _run_until_interrupted(runtime, f"lsm worker on {settings.database_url}")
+
+
+def _run_until_interrupted(runtime: Any, banner: str) -> None:
+    """A started background process (worker, agent): dump threads on SIGUSR1, wait for Ctrl-C, stop."""
+    import threading
+
     _dump_threads_on_sigusr1()
-    err.print(f"lsm worker on {settings.database_url}; Ctrl-C to stop")
+    err.print(f"{banner}; Ctrl-C to stop")
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -385,7 +391,6 @@ def agent(
     more agents on any machine share the names (each name is held by one process; a dead one's
     names are taken over once its lease expired).
     """
-    import threading
 
     from lsm.runtime.config import load_config
     from lsm.runtime.wiring import build_agent
@@ -406,14 +411,7 @@ def agent(
             )
         )
         runtime.start()
-    _dump_threads_on_sigusr1()
-    err.print(f"lsm agent on {settings.database_url}; Ctrl-C to stop")
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        runtime.stop()
+    _run_until_interrupted(runtime, f"lsm agent on {settings.database_url}")
 
 
 @app.command()
