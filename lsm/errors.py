@@ -23,6 +23,7 @@ status it maps to and a short ``kind`` used in the API error body
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
+    │   ├── InvalidMetaparameter     a resource's metaparameters break a rule of §5 (names it)
     │   └── OperationNotPossible     an attribute-set operation lacks its input (promote w/o candidate)
     ├── Unauthenticated (401 unauthenticated)  no token, or one that is unknown, expired or revoked
     ├── Forbidden (403 forbidden)      a role too low for the route (an environment the caller
@@ -158,6 +159,16 @@ class ExportRuleViolation(RuleViolation):
     """A partial (or full) export broke a rule; ``rule`` is its number in docs/semantics.md §4."""
 
     kind = "export_rule_violation"
+
+
+class InvalidMetaparameter(RuleViolation):
+    """A resource's deploy metaparameters break a rule of docs/semantics.md §5 (``resource``, ``field``).
+
+    Checked when a version is stored, so nothing that produced the record (a model, an import)
+    can put a value the deploy engine could not honour into the desired state.
+    """
+
+    kind = "invalid_metaparameter"
 
 
 class OperationNotPossible(RuleViolation):

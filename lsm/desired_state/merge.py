@@ -36,7 +36,8 @@ from lsm.desired_state.records import (
     encode_record,
     encoded_set_hash,
 )
-from lsm.errors import ExportRuleViolation, InvalidInput
+from lsm.errors import ExportRuleViolation, InvalidInput, InvalidMetaparameter
+from lsm.model.meta import MetaError, meta_of
 
 #: Storage name of the shared set (``ds_resource.set_name``); messages say ``shared``.
 SHARED = ""
@@ -109,6 +110,23 @@ class _Violation:
     sets: tuple[str, ...] = ()
 
 
+def _check_metaparameters(request: ExportRequest) -> None:
+    """Refuse the export when a resource's ``meta`` breaks a rule of docs/semantics.md §5 (a
+    finite limit with no burst, a semaphore of size 0, retry below -1, a wrong type), naming the
+    resource and the field: the deploy engine must never meet a value it can not honour. Only
+    resources that carry ``meta`` are looked at (it is stored only when set)."""
+    for records in (*request.sets.values(), request.shared):
+        for record in records:
+            if "meta" not in record.attributes:
+                continue
+            try:
+                meta_of(record.attributes)
+            except MetaError as exc:
+                raise InvalidMetaparameter(
+                    f"resource {record.id}: {exc}", resource=record.id, field=f"meta.{exc.field}"
+                ) from None
+
+
 class ExportCheck:
     """One export, encoded once, with the rules that need no stored state already checked.
 
@@ -130,6 +148,7 @@ class ExportCheck:
         #: required id outside the export -> [(requiring id, its set)]
         self.unresolved: dict[str, list[tuple[str, str]]] = {}
 
+        _check_metaparameters(request)
         for name, records in request.sets.items():
             _check_set_name(name)
             if records:
