@@ -102,9 +102,12 @@ def request_context(
     authenticator = cast(Authenticator, request.app.state.authenticator)
     principal = authenticator.principal(credentials.credentials if credentials is not None else None)
     environment = request.path_params.get("env") or x_lsm_environment or None
-    return RequestContext(
+    context = RequestContext(
         actor=principal.actor, environment=environment, request_id=request_id, roles=principal.roles
     )
+    if authenticator.enabled:  # who may see error details (lsm.api.disclosure.may_see_details)
+        request.state.authenticated = context
+    return context
 
 
 class RequestIdMiddleware:

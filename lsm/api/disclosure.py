@@ -6,8 +6,7 @@ server log keeps everything; answers get a redacted copy. A model's own ``file:l
 useful without its directory: paths are cut to their last two parts (``net/__init__.py:12``).
 
 A caller may ask for the details with ``X-LSM-Debug: 1``; it gets them only when
-``may_see_details`` says so. That gate is the one function authorisation will fill in (admins
-only); until then nobody sees details.
+``may_see_details`` says so: an authenticated admin.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import re
 from typing import Any
 
 from starlette.requests import HTTPConnection
+
+from lsm.schemas.auth import Role
 
 #: the request header with which a caller asks for tracebacks and full paths
 DEBUG_HEADER = "X-LSM-Debug"
@@ -33,11 +34,18 @@ def asked_for_details(request: HTTPConnection) -> bool:
 
 
 def may_see_details(request: HTTPConnection) -> bool:
-    """Whether this caller may see tracebacks and server paths (when it asked for them).
+    """Whether this caller may see tracebacks and server paths (when it asked for them): an
+    authenticated admin of the request's environment (or of every one).
 
-    The single gate for authorisation to fill in (admins only); nobody may, today.
+    With authentication off nobody may: every caller is then ``local``, whoever reaches the
+    port, so "admin" proves nothing. A request refused before its caller was resolved (a bad
+    header, a screened body) is answered without details too.
     """
-    return False
+    context = getattr(request.state, "authenticated", None)
+    if context is None:
+        return False
+    role = context.role_in(context.environment or "", None)
+    return role is not None and role.allows(Role.ADMIN)
 
 
 def shows_details(request: HTTPConnection) -> bool:

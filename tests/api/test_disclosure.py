@@ -35,7 +35,7 @@ def test_reports_lose_tracebacks_everywhere_and_paths_only_in_their_error() -> N
     assert redact({"path": "/opt/srv/x.py", "traceback": "t"}) == {"path": "srv/x.py"}
 
 
-def test_nobody_may_see_details_yet_even_when_asking() -> None:
+def test_without_an_authenticated_caller_nobody_sees_details_even_when_asking() -> None:
     asking = Request({"type": "http", "method": "GET", "path": "/", "headers": [(b"x-lsm-debug", b"1")]})
     assert disclosure.asked_for_details(asking)
     assert not disclosure.may_see_details(asking)

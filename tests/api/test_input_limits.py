@@ -245,7 +245,7 @@ def test_error_answers_carry_no_traceback_and_no_server_path(served: tuple[Any, 
     assert boom.status_code == 200, boom.text
     report = full_compile(engine, http)
     assert report["status"] == "failed"
-    for headers in ({}, {"X-LSM-Debug": "1"}):  # nobody may see details yet
+    for headers in ({}, {"X-LSM-Debug": "1"}):  # authentication is off: nobody may see details
         text = http.get(f"/api/v1/compiles/{report['id']}", headers=headers).text
         assert "exploded" in text  # the model's own message stays
         assert "traceback" not in text.lower()
