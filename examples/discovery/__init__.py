@@ -13,9 +13,8 @@ directory (it holds ``adoptable.yaml``). What it shows:
 * the **shared-base-class pattern** of ``handlers.py``: a discovery handler and a CRUD handler
   that share credentials and connection code through ordinary base classes.
 
-``File`` mirrors the bundled ``lsm_handlers.files.File`` (same type, id attribute and fields):
-the model only needs the resource's shape to refine into it; the agent deploys it with the
-bundled handler.
+``File`` is the bundled ``std::File`` (``lsm_handlers.files.File``), deployed by the bundled
+file handler, whose read of an adopted file sees no change.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 from lsm_handlers.discovery import FileDiscovery
+from lsm_handlers.files import File
 
 import lsm
 from lsm.model.resource_id import ResourceIdParts
@@ -53,12 +53,6 @@ class FileDiscoveryService(lsm.ServiceEntity):
 
 
 discovery = lsm.Binding(FileDiscoveryService, lifecycle="adoptable", name="file_discovery", identity="name")
-
-
-class File(lsm.Resource, type="std::File", id_attribute="path"):
-    path: str
-    content: str = ""
-    mode: int = 0o644
 
 
 @lsm.implementation(managed_file)
