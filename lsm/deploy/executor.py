@@ -178,7 +178,9 @@ class Executor:
                 meta = meta_of(json.loads(record[0]))
             except MetaError:
                 pass
-        bucket = Bucket(result.bucket_tokens, result.bucket_at) if result.bucket_at is not None else None
+        bucket = None
+        if result.bucket_tokens is not None and result.bucket_at is not None:
+            bucket = Bucket(result.bucket_tokens, result.bucket_at)
         now, started = self.clock(), time.perf_counter()
         failed = self._failure(item, meta, result.ran_hash, now, started, exc, [], {}, bucket)
         if result.action is not None and failed.action is not None:
