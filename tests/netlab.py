@@ -34,6 +34,10 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run([ip, *args], capture_output=True, text=True, timeout=30, check=check)
 
 
+#: ``ip <args>`` (check=True raises on failure), for tests that build links of their own
+ip = _ip
+
+
 @functools.cache
 def netns_refusal() -> str | None:
     """Why namespaces can not be made here, or ``None`` when ``ip netns add`` works."""

@@ -6,6 +6,8 @@ directory (it holds ``adoptable.yaml``). What it shows:
 * a **discovery resource** in the model (``std::FileDiscovery``, bundled handler
   ``lsm_handlers.discovery``): a ``discovery`` instance produces one, and the agent's runs fill
   the discovered-resources inventory (``GET /api/v1/discovered``, ``lsm discovered``);
+* the bundled ``linux::InterfaceDiscovery`` the same way (``interface_discovery``): the
+  interfaces of a network namespace; ``poll`` on either makes the discovery periodic;
 * an **adoption** (``@lsm.adopt("std::File", managed_file)``): a discovered file becomes a
   ``managed_file`` instance with the same path, content and mode, so the ``std::File`` resource
   it refines into equals what is on disk and its first deploy writes nothing
@@ -13,9 +15,8 @@ directory (it holds ``adoptable.yaml``). What it shows:
 * the **shared-base-class pattern** of ``handlers.py``: a discovery handler and a CRUD handler
   that share credentials and connection code through ordinary base classes.
 
-``File`` mirrors the bundled ``lsm_handlers.files.File`` (same type, id attribute and fields):
-the model only needs the resource's shape to refine into it; the agent deploys it with the
-bundled handler.
+``File`` is the bundled ``std::File`` (``lsm_handlers.files.File``), deployed by the bundled
+file handler, whose read of an adopted file sees no change.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from lsm_handlers.discovery import FileDiscovery
+from lsm_handlers.discovery import FileDiscovery, InterfaceDiscovery
+from lsm_handlers.files import File
 
 import lsm
 from lsm.model.resource_id import ResourceIdParts
@@ -44,21 +46,33 @@ managed_file = lsm.Binding(ManagedFile, lifecycle="adoptable", name="managed_fil
 
 
 class FileDiscoveryService(lsm.ServiceEntity):
-    """The intent to find the files under ``directory`` whose names match ``pattern`` on ``host``."""
+    """The intent to find the files under ``directory`` whose names match ``pattern`` on ``host``,
+    again every ``poll`` seconds (``0``: on a change or a repair only)."""
 
     name: str
     host: str
     directory: str
     pattern: Annotated[str, lsm.rw_plus] = ".*"
+    poll: Annotated[float, lsm.rw_plus] = 0.0
 
 
 discovery = lsm.Binding(FileDiscoveryService, lifecycle="adoptable", name="file_discovery", identity="name")
 
 
-class File(lsm.Resource, type="std::File", id_attribute="path"):
-    path: str
-    content: str = ""
-    mode: int = 0o644
+class InterfaceDiscoveryService(lsm.ServiceEntity):
+    """The intent to find the interfaces of network namespace ``namespace`` of ``host`` whose
+    names match ``name_filter`` (all when empty), again every ``poll`` seconds."""
+
+    name: str
+    host: str
+    namespace: str = ""
+    name_filter: Annotated[str | None, lsm.rw_plus] = None
+    poll: Annotated[float, lsm.rw_plus] = 0.0
+
+
+interface_discovery = lsm.Binding(
+    InterfaceDiscoveryService, lifecycle="adoptable", name="interface_discovery", identity="name"
+)
 
 
 @lsm.implementation(managed_file)
@@ -69,7 +83,24 @@ def file_resource(f: lsm.Service[ManagedFile]) -> Iterator[lsm.Resource]:
 @lsm.implementation(discovery)
 def discovery_resource(d: lsm.Service[FileDiscoveryService]) -> Iterator[lsm.Resource]:
     yield FileDiscovery(
-        agent=d.host, name=d.name, directory=d.directory, pattern=d.pattern, purged=d.purge_resources
+        agent=d.host,
+        name=d.name,
+        directory=d.directory,
+        pattern=d.pattern,
+        purged=d.purge_resources,
+        meta=lsm.Meta(poll=d.poll),
+    )
+
+
+@lsm.implementation(interface_discovery)
+def interface_discovery_resource(d: lsm.Service[InterfaceDiscoveryService]) -> Iterator[lsm.Resource]:
+    yield InterfaceDiscovery(
+        agent=d.host,
+        name=d.name,
+        namespace=d.namespace,
+        name_filter=d.name_filter,
+        purged=d.purge_resources,
+        meta=lsm.Meta(poll=d.poll),
     )
 
 

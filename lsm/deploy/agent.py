@@ -20,6 +20,10 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
   threads (each under its metaparameters: ``lsm.deploy.executor``), each bounded by the
   ``deploy_timeout``; the batch's results are written in ONE transaction, then the lifecycle
   feedback fires the transfers of the instances whose resources reached a final outcome.
+* **Discovery.** A discovery resource deploys like any other; what its handler found is stored
+  with ``lsm.discovery.record_discovery`` in that same transaction (each in a savepoint), so a
+  crash never keeps a result without its findings or the reverse. Findings that can not be
+  stored fail that resource's try only. It runs again on its ``poll`` interval and on repair.
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlmodel import col
+from sqlmodel import Session, col
 
 from lsm.deploy.executor import Executor, RunSettings
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
 from lsm.deploy.registry import HandlerRegistry
+from lsm.discovery.results import record_discovery
 from lsm.inventory import deploy_state
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
@@ -98,6 +103,7 @@ class DeployWork:
         try:
             results = service.execute(self.env_id, self.claimed, self.records)
             with service.db.write() as session:
+                results = self.record_discoveries(session, results)
                 deploy_state.write_results(
                     session.connection(), self.env_id, service.owner, service.clock(), results
                 )
@@ -116,6 +122,35 @@ class DeployWork:
                 log.exception("could not give back the batch")
         finally:
             service.done(self)
+
+    def record_discoveries(self, session: Session, results: list[Result]) -> list[Result]:
+        """Store the findings of the batch's successful discovery runs in ``session`` (the
+        transaction that then writes the results), each in a savepoint: one that can not be
+        stored turns into that resource's failed try and leaves its previous results intact,
+        without touching the other resources of the batch. Runs whose rows are no longer
+        claimed by this agent (taken over, released) store nothing."""
+        found = [r for r in results if r.discovered is not None]
+        if not found:
+            return results
+        service = self.service
+        ids = [r.resource_id for r in found]
+        mine = deploy_state.owned(session.connection(), self.env_id, service.owner, ids)
+        items = {c.resource_id: c for c in self.claimed}
+        now = service.clock()
+        out = []
+        for result in results:
+            if result.discovered is not None and result.resource_id in mine:
+                try:
+                    with session.begin_nested():
+                        record_discovery(
+                            session, self.env_id, result.resource_id, result.agent, result.discovered, now=now
+                        )
+                except Exception as exc:
+                    log.warning("discovery results of %s not stored: %s", result.resource_id, exc)
+                    item = items[result.resource_id]
+                    result = service.executor.refused(result, item, self.records.get(result.resource_id), exc)
+            out.append(result)
+        return out
 
 
 class AgentService:

@@ -13,7 +13,13 @@ whatever it does, because they are applied here around ``handler.deploy`` and no
 * ``retry`` / ``delay`` / ``backoff`` / ``max_delay``: a failure counts one more attempt; with
   tries left the resource is ``pending`` again at its next attempt time, spent -> ``failed``;
   a success resets the counter;
-* ``poll``: a deployed resource is re-checked ``poll`` seconds later.
+* ``poll``: a deployed resource is re-checked ``poll`` seconds later (for a discovery resource:
+  this is how periodic discovery is configured).
+
+A discovery handler's findings (``ctx.discovered``) are validated here with
+``check_discovery_output`` (pure, before any transaction): bad output fails the run like an
+exception does. Valid findings travel on the ``Result`` and the agent stores them with
+``record_discovery`` in the transaction that writes the result.
 
 Any exception, a missing handler (``NoHandler``) and stored attributes that do not fit the
 handler's class all end as an ``error`` action with the message and traceback in its log lines.
@@ -36,6 +42,7 @@ from lsm.deploy.handler import HandlerContext, LogLine, call
 from lsm.deploy.materialize import materialize, resource_type_of
 from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
+from lsm.discovery.results import check_discovery_output
 from lsm.inventory.deploy_plan import desired_hash
 from lsm.inventory.deploy_state import Claimed, Result
 from lsm.model.meta import DEFAULT_META, Meta, MetaError, meta_of
@@ -129,6 +136,7 @@ class Executor:
                     handler.deploy(ctx, resource, dry_run=noop)
                 finally:
                     call(handler.post, ctx, resource)
+            discovered = self._discovered(ctx)
         except Exception as exc:
             return self._failure(item, meta, ran_hash, now, started, exc, ctx.logs, ctx.changes, bucket)
         changes = {k: {"current": c.current, "desired": c.desired} for k, c in ctx.changes.items()}
@@ -149,7 +157,36 @@ class Executor:
             deployed_hash=ran_hash if deployed else None,
             poll_at=_later(now, meta.poll) if deployed and meta.poll > 0 else None,
             bucket=bucket,
+            discovered=discovered if deployed else None,
         )
+
+    @staticmethod
+    def _discovered(ctx: HandlerContext) -> dict[str, Any] | None:
+        """A discovery run's findings as plain JSON, or ``InvalidDiscoveryOutput`` naming the bad entry."""
+        if ctx.discovered is None:
+            return None
+        return {row.resource_id: row.attributes for row in check_discovery_output(ctx.discovered)}
+
+    def refused(
+        self, result: Result, item: Claimed, record: tuple[str, str] | None, exc: BaseException
+    ) -> Result:
+        """``result`` (a successful discovery run) turned into a failed try because its findings
+        could not be stored: an ``error`` action, counted against the resource's ``retry``."""
+        meta = DEFAULT_META
+        if record is not None:
+            try:
+                meta = meta_of(json.loads(record[0]))
+            except MetaError:
+                pass
+        bucket = None
+        if result.bucket_tokens is not None and result.bucket_at is not None:
+            bucket = Bucket(result.bucket_tokens, result.bucket_at)
+        now, started = self.clock(), time.perf_counter()
+        failed = self._failure(item, meta, result.ran_hash, now, started, exc, [], {}, bucket)
+        if result.action is not None and failed.action is not None:
+            failed.action["messages"] = [*result.action["messages"], *failed.action["messages"]]
+            failed.action["duration_ms"] = result.action["duration_ms"]
+        return failed
 
     # -- outcomes ------------------------------------------------------------------------------------
     def _failure(
@@ -230,6 +267,7 @@ class Executor:
         next_attempt_at: datetime | None = None,
         poll_at: datetime | None = None,
         bucket: Bucket | None = None,
+        discovered: dict[str, Any] | None = None,
     ) -> Result:
         return Result(
             resource_id=item.resource_id,
@@ -246,6 +284,7 @@ class Executor:
             bucket_at=bucket.at if bucket is not None else item.bucket_at,
             action=action,
             set_name=item.set_name,
+            discovered=discovered,
         )
 
     def timed_out(

@@ -306,6 +306,28 @@ class Result:
     #: the action log line; ``None``: nothing ran (a rate limit said wait)
     action: dict[str, Any] | None
     set_name: str = ""
+    #: a discovery handler's validated findings ``{resource_id: JSON attributes}``, stored by the
+    #: agent with ``lsm.discovery.record_discovery`` in the transaction that writes this result
+    discovered: dict[str, Any] | None = None
+
+
+def owned(conn: Connection, env_id: str, owner: str, ids: Sequence[str]) -> set[str]:
+    """The ids of ``ids`` still claimed (``deploying``) by ``owner``: the results that may be
+    written (locked on PostgreSQL until the caller's transaction ends)."""
+    s = _state
+    mine: set[str] = set()
+    for part in chunks(list(ids)):
+        query = select(s.c.resource_id).where(
+            text(OPEN_STATUSES_SQL),
+            s.c.env_id == env_id,
+            s.c.resource_id.in_(part),
+            s.c.status == "deploying",
+            s.c.claimed_by == owner,
+        )
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update()
+        mine.update(r[0] for r in conn.execute(query))
+    return mine
 
 
 def write_results(
@@ -319,19 +341,7 @@ def write_results(
     if not results:
         return set()
     s = _state
-    ids = [r.resource_id for r in results]
-    mine: set[str] = set()
-    for part in chunks(ids):
-        query = select(s.c.resource_id).where(
-            text(OPEN_STATUSES_SQL),
-            s.c.env_id == env_id,
-            s.c.resource_id.in_(part),
-            s.c.status == "deploying",
-            s.c.claimed_by == owner,
-        )
-        if conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        mine.update(r[0] for r in conn.execute(query))
+    mine = owned(conn, env_id, owner, [r.resource_id for r in results])
     kept = [r for r in results if r.resource_id in mine]
     if kept:
         same = s.c.desired_hash == bindparam("ran_hash", type_=String())
@@ -441,6 +451,7 @@ __all__ = [
     "claim",
     "desired_records",
     "open_names",
+    "owned",
     "planned_environments",
     "release_names",
     "repair_if_due",

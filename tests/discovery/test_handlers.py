@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
@@ -37,6 +36,9 @@ from lsm.inventory import discovery_store
 from lsm.inventory.database import Database
 from tests.desired_state import new_env
 from tests.discovery import file_id, plant_files, run_file_discovery
+from tests.netlab import ip, netns_prefix
+
+__all__ = ["netns_prefix"]  # the fixture, imported for the tests below
 
 
 def run(handler: Any, resource: Any, tmp_path: Path) -> HandlerContext:
@@ -195,31 +197,19 @@ def test_http_discovery_of_an_unreachable_url_fails_the_run(collection: Collecti
 
 
 # -- Linux interfaces -------------------------------------------------------------------------------
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    ip = shutil.which("ip") or "/usr/sbin/ip"
-    return subprocess.run([ip, *args], capture_output=True, text=True, timeout=30, check=check)
-
-
 @pytest.fixture
-def namespace() -> Iterator[str]:
-    """A fresh network namespace (``lsmt-<hex>``), always deleted; skipped where it is refused."""
-    if shutil.which("ip") is None:
-        pytest.skip("the `ip` command (iproute2) is not installed")
-    name = f"lsmt-{uuid.uuid4().hex[:8]}"
-    done = _ip("netns", "add", name, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"`ip netns add` is refused here (needs root and kernel support): {done.stderr.strip()}")
-    try:
-        yield name
-    finally:
-        _ip("netns", "del", name, check=False)
+def namespace(netns_prefix: str) -> str:
+    """A fresh network namespace named with ``tests.netlab``'s prefix (removed by its fixture)."""
+    name = f"{netns_prefix}ns"
+    ip("netns", "add", name)
+    return name
 
 
 def add_veth(namespace: str, name: str, peer: str, address: str | None) -> None:
-    _ip("-n", namespace, "link", "add", name, "type", "veth", "peer", "name", peer)
+    ip("-n", namespace, "link", "add", name, "type", "veth", "peer", "name", peer)
     if address:
-        _ip("-n", namespace, "addr", "add", address, "dev", name)
-    _ip("-n", namespace, "link", "set", name, "up")
+        ip("-n", namespace, "addr", "add", address, "dev", name)
+    ip("-n", namespace, "link", "set", name, "up")
 
 
 def test_interface_discovery_in_a_namespace_with_a_name_filter(
@@ -251,7 +241,7 @@ def test_interface_discovery_in_a_namespace_with_a_name_filter(
         with db.read() as session:
             stored = [r.resource_id for r in discovery_store.list_discovered(session, env)]
         assert stored == [f"linux::Interface[r1,name={n}]" for n in expected]
-        _ip("-n", namespace, "link", "del", "eth1", check=False)
+        ip("-n", namespace, "link", "del", "eth1", check=False)
 
 
 def test_interface_discovery_of_a_missing_namespace_fails_the_run(tmp_path: Path) -> None:
