@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.deploy.conftest import LOCAL, get, order
@@ -34,23 +36,29 @@ WAIT_SECONDS = 60.0
 def lab(engine_factory: Callable[..., ApiRuntime], tmp_path: Path) -> Callable[..., ApiRuntime]:
     """Engines over an example of the lab whose loop compiles and deploys as orders arrive."""
 
-    def make(example: str, **settings: Any) -> ApiRuntime:
+    def make(
+        example: str, agents: list[str] | None = None, worker: bool = True, **settings: Any
+    ) -> ApiRuntime:
         return engine_factory(
             str(EXAMPLES / example),
-            embedded_worker=True,
+            embedded_worker=worker,
             embedded_agent=True,
-            config={"state_dir": str(tmp_path / "state")},
+            config={"state_dir": str(tmp_path / "state"), "agent_names": agents or []},
             **settings,
         )
 
     return make
 
 
-def wait_for(engine: ApiRuntime, wanted: str, *pairs: tuple[str, str]) -> list[InstanceOut]:
-    """Drain the loop until every instance is in ``wanted`` (bounded); their final reads."""
+def wait_for(
+    engine: ApiRuntime, wanted: str, *pairs: tuple[str, str], also: Sequence[ApiRuntime] = ()
+) -> list[InstanceOut]:
+    """Drain the loops (``engine``'s and ``also``'s) until every instance is in ``wanted``
+    (bounded); their final reads."""
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
-        engine.processing.drain()
+        for each in (engine, *also):
+            each.processing.drain()
         found = [get(engine, entity, ref) for entity, ref in pairs]
         if all(i.state == wanted for i in found) or time.monotonic() > deadline:
             log = engine.facades.inventory.instance_log
@@ -156,3 +164,48 @@ def test_a_tunnel_between_two_routers_pings_and_its_delete_removes_the_link(
     assert not ping(r1, "10.9.0.2", tries=1)
     assert {"eth0", "eth0-p"} <= links(r1)  # the routers' ports are untouched
     assert [get(engine, e, ref).state for e, ref in everything[:4]] == ["up"] * 4
+
+
+def veth_errors(engine: ApiRuntime) -> list[str]:
+    """The messages of the failed deploy actions of the tunnel's veth."""
+    with engine.db.read() as session:
+        rows = session.connection().execute(
+            select(lsm_resource_action.c.messages).where(
+                lsm_resource_action.c.resource_id == "linux::Veth[10.0.0.1,name=tun1]",
+                lsm_resource_action.c.action == "error",
+            )
+        )
+        return [m["message"] for row in rows for m in row[0]]
+
+
+def test_a_tunnel_ordered_before_a_namespace_exists_waits_for_it_by_retrying(
+    lab: Callable[..., ApiRuntime], netns_prefix: str
+) -> None:
+    """The veth can not ``require`` the namespaces (another set): the model's retry carries it."""
+    # this engine's agent holds router 1's name only: router 2's namespace is not made yet
+    engine = lab("tunnel_linux", agents=["10.0.0.1"], selector="relation_closure")
+    r1, r2 = f"{netns_prefix}r1", f"{netns_prefix}r2"
+    router1 = order(engine, "router", {"mgmt_ip": "10.0.0.1", "name": r1})
+    router2 = order(engine, "router", {"mgmt_ip": "10.0.0.2", "name": r2})
+    wait_for(engine, "up", ("router", router1.id))
+    wait_for(engine, "creating", ("router", router2.id))
+    port1 = order(engine, "port", {"name": "eth0", "router": router1.id, "address": "192.0.2.1/24"})
+    port2 = order(engine, "port", {"name": "eth0", "router": router2.id, "address": "192.0.2.2/24"})
+    wait_for(engine, "up", ("port", port1.id))
+    wait_for(engine, "creating", ("port", port2.id))
+    addresses = {"address_a": "10.9.0.1/24", "address_b": "10.9.0.2/24"}
+    tunnel = order(engine, "tunnel", {"name": "tun1", "a": port1.id, "b": port2.id} | addresses)
+
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not veth_errors(engine) and time.monotonic() < deadline:
+        engine.processing.drain()
+        time.sleep(0.1)
+    assert f"network namespace '{r2}' does not exist" in veth_errors(engine)[0]
+    assert get(engine, "tunnel", tunnel.id).state == "creating"  # tries left: not failed
+    assert r2 not in namespaces()
+
+    # an agent for router 2 makes its namespace; the veth's next try finds it
+    second = lab("tunnel_linux", agents=["10.0.0.2"], worker=False, selector="relation_closure")
+    everything = [("router", router2.id), ("port", port2.id), ("tunnel", tunnel.id)]
+    wait_for(engine, "up", *everything, also=[second])
+    assert ping(r1, "10.9.0.2")

@@ -130,6 +130,8 @@ def test_a_tunnel_is_one_veth_between_its_routers_namespaces() -> None:
         "address": "10.9.0.1/24",
         "peer_address": "10.9.0.2/24",
         "up": True,
+        # it waits for the namespaces of the routers' sets by retrying (no cross-set requires)
+        "meta": {"retry": 12, "delay": 0.5, "backoff": True, "max_delay": 15.0},
     }
     assert sorted(r.id for r in result.sets[uid(1)]) == [
         "linux::Interface[10.0.0.1,name=eth0]",
