@@ -33,8 +33,13 @@ WAIT_SECONDS = 60.0
 
 
 @pytest.fixture
-def lab(engine_factory: Callable[..., ApiRuntime], tmp_path: Path) -> Callable[..., ApiRuntime]:
-    """Engines over an example of the lab whose loop compiles and deploys as orders arrive."""
+def lab(
+    netns_prefix: str, engine_factory: Callable[..., ApiRuntime], tmp_path: Path
+) -> Callable[..., ApiRuntime]:
+    """Engines over an example of the lab whose loop compiles and deploys as orders arrive.
+
+    It asks for ``netns_prefix`` before ``engine_factory`` so that pytest stops the engines
+    (their agents) before it removes the test's namespaces: no late deploy re-creates one."""
 
     def make(
         example: str, agents: list[str] | None = None, worker: bool = True, **settings: Any
