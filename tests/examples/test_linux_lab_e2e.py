@@ -6,6 +6,11 @@ this module orders routers, ports and tunnels through the inventory facade of a 
 result with ``ip`` itself: namespaces, links, MTUs, addresses and a ping through a tunnel, and
 that deletes remove them. Root only: the ``netns_prefix`` fixture skips with the kernel's
 reason elsewhere, and removes every namespace the test made.
+
+What an operator must know, shown here: a port is ordered once its router has left ``start``
+(else its validation compile does not see the router: ``rejected``); a tunnel needs
+``selector = "relation_closure"``; and a tunnel's veth, which can not ``require`` the routers'
+namespaces (another set), waits for them through the model's ``retry`` (the third test).
 """
 
 from __future__ import annotations

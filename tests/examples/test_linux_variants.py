@@ -2,9 +2,8 @@
 
 The compile tests need nothing. ``test_a_compiled_tunnel_deployed_pings_and_its_purge_removes_it``
 deploys a compile's resources on real namespaces by calling the handlers as the engine will
-(root; skipped with the reason elsewhere); once the engine is merged, the same check through an
-order (order a tunnel -> ping answers; delete -> link gone) is one more short test with the
-``netns_prefix`` fixture of ``tests/netlab.py``.
+(root; skipped with the reason elsewhere); the same checks through orders to a real engine
+(order a tunnel -> ping answers; delete -> link gone) are in ``test_linux_lab_e2e.py``.
 """
 
 from __future__ import annotations
