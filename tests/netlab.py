@@ -1,8 +1,8 @@
 """Helpers for tests that build real network namespaces (the ``linux::`` handlers, the *_linux examples).
 
-Why a module of its own: the handler tests use it now, and the end-to-end deploy test of
-``examples/tunnel_linux`` (order a tunnel -> ping answers; delete -> link gone) will use it once
-the engine lands, as one short test::
+Why a module of its own: the handler tests use it, and so do the end-to-end deploy tests of
+``examples/*_linux`` (``tests/examples/test_linux_lab_e2e.py``: order a tunnel -> ping answers;
+delete -> link gone), in this shape::
 
     def test_a_tunnel_pings(netns_prefix, ...):      # from tests.netlab import netns_prefix
         ... order routers r1/r2 named f"{netns_prefix}r1" ...

@@ -8,10 +8,15 @@ routers and is owned by neither; its resource set holds one ``linux::Veth``: the
 tunnel removes the link. The handlers are the bundled ones (docs/handlers.md §5).
 
 Why the veth does not ``require`` the namespaces: they are in the routers' sets and a resource
-may not require one of another named set (docs/semantics.md §4, rule 6). Until both namespaces
-exist the veth's deploy fails, naming the missing one, and is retried. The tunnel reads its
-routers' names, so a partial compile of a router must bring its tunnels: run it with
-``selector = "relation_closure"`` (as ``examples/tunnel`` explains).
+may not require one of another named set (docs/semantics.md §4, rule 6). So the engine's retry
+carries the dependency instead (``VETH_META``): until both namespaces exist the veth's deploy
+fails, naming the missing one, and the agent tries again after ``delay`` seconds, doubled up to
+``max_delay``, for ``retry`` more tries (about two minutes); meanwhile the tunnel stays
+``creating``, and only when the tries are spent does it go to ``failed`` (a redeploy after the
+routers are fixed brings it ``up``). The tunnel reads its routers' names and its ports, so its
+compile must bring them along: run it with ``selector = "relation_closure"`` (as
+``examples/tunnel`` explains), and order a tunnel once its ports are validated (an instance in
+``start`` is in no other instance's validation compile, docs/semantics.md §3).
 
 Deploying needs root. A tunnel name is a link name: at most 15 characters, and it must not be the
 name of a port of either router. Load it by path: ``lsm.load_model("examples/tunnel_linux")``.
@@ -28,6 +33,8 @@ import lsm
 from lsm.errors import ModelError
 
 PEER_SUFFIX = "-p"
+#: the veth waits for its routers' namespaces (in other sets, so no ``requires``) by retrying
+VETH_META = lsm.Meta(retry=12, delay=0.5, backoff=True, max_delay=15.0)
 
 
 class Router(lsm.ServiceEntity):
@@ -105,4 +112,5 @@ def tunnel_veth(t: lsm.Service[Tunnel]) -> Iterator[lsm.Resource]:
         address=t.address_a,
         peer_address=t.address_b,
         purged=t.purge_resources,
+        meta=VETH_META,
     )

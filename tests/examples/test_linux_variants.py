@@ -2,9 +2,8 @@
 
 The compile tests need nothing. ``test_a_compiled_tunnel_deployed_pings_and_its_purge_removes_it``
 deploys a compile's resources on real namespaces by calling the handlers as the engine will
-(root; skipped with the reason elsewhere); once the engine is merged, the same check through an
-order (order a tunnel -> ping answers; delete -> link gone) is one more short test with the
-``netns_prefix`` fixture of ``tests/netlab.py``.
+(root; skipped with the reason elsewhere); the same checks through orders to a real engine
+(order a tunnel -> ping answers; delete -> link gone) are in ``test_linux_lab_e2e.py``.
 """
 
 from __future__ import annotations
@@ -130,6 +129,8 @@ def test_a_tunnel_is_one_veth_between_its_routers_namespaces() -> None:
         "address": "10.9.0.1/24",
         "peer_address": "10.9.0.2/24",
         "up": True,
+        # it waits for the namespaces of the routers' sets by retrying (no cross-set requires)
+        "meta": {"retry": 12, "delay": 0.5, "backoff": True, "max_delay": 15.0},
     }
     assert sorted(r.id for r in result.sets[uid(1)]) == [
         "linux::Interface[10.0.0.1,name=eth0]",
