@@ -306,4 +306,35 @@ def affected_sets(conn: Connection, env_id: str, resource_ids: Iterable[str]) ->
     return found
 
 
-__all__ = ["PlanResult", "affected_sets", "chunks", "desired_hash", "due_environments", "plan"]
+#: a plan that wrote at least this many state rows refreshes the statistics (PostgreSQL)
+BULK_ROWS = 1_000
+
+
+def refresh_statistics(conn: Connection) -> bool:
+    """``ANALYZE`` the tables the agents read by resource id, after a plan that bulk-loaded them.
+
+    Why: right after a first deploy's plan PostgreSQL knows nothing of the new environment's rows
+    and estimates ``env_id = ?`` at a handful, so the claim's ``UPDATE ... WHERE env_id = ? AND
+    resource_id IN (...)`` and the agent's read of the desired attributes by id scan the whole
+    environment through an index that leads with ``env_id`` (bitmap of 10,200 rows to update
+    200) until autovacuum gets round to it. ANALYZE samples a bounded number of rows, so it
+    costs the same at 1,000 or 1,000,000 rows; it changes plans only, never results. SQLite's
+    claim plans do not depend on statistics (``deploy_state``), so it is not run there. Called
+    by ``lsm.deploy.planner`` after the plan's commit when it wrote ``BULK_ROWS`` rows or more.
+    """
+    if conn.dialect.name != "postgresql":
+        return False
+    conn.exec_driver_sql("ANALYZE lsm_resource_state, lsm_resource_require, ds_resource")
+    return True
+
+
+__all__ = [
+    "BULK_ROWS",
+    "PlanResult",
+    "affected_sets",
+    "chunks",
+    "desired_hash",
+    "due_environments",
+    "plan",
+    "refresh_statistics",
+]
