@@ -234,11 +234,15 @@ def claim(
                 recheck=row.status == "deployed",
             )
         )
-    for part in chunks([c.resource_id for c in claimed]):
+    if claimed:
+        # one keyed UPDATE per row (executemany; pipelined on PostgreSQL): an ``IN`` list of a
+        # batch's ids is estimated as the whole table without statistics, and PostgreSQL then
+        # scanned the environment through an env_id index for every batch
         conn.execute(
             update(s)
-            .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
-            .values(status="deploying", claimed_by=owner, poll_at=None)
+            .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
+            .values(status="deploying", claimed_by=owner, poll_at=None),
+            [{"rid": c.resource_id} for c in claimed],
         )
     if skipped:
         by_id = {row.resource_id: row for row in rows}

@@ -13,7 +13,7 @@ def _analyze_count(db: Database) -> int:
         found = session.connection().execute(
             text(
                 "SELECT analyze_count FROM pg_stat_user_tables "
-                "WHERE relname = 'lsm_resource_state' AND schemaname = :schema"
+                "WHERE relname = 'lsm_resource_require' AND schemaname = :schema"
             ),
             {"schema": db.schema or "public"},
         )
