@@ -19,6 +19,13 @@ Scenarios:
   workers), ``load`` (the PATCHes), ``completion`` (done, verified, compile history) and
   ``e2e_cli`` (options, document, table). It uses only the HTTP API, the ``lsm`` command lines
   and the inventory facade's ``import_instances``.
+* ``deploy``: first deploy of 10,000 ``std::Null`` (the bundled handler) and of 10,000
+  ``std::File`` resources over 10 agents (resources/s), and the engine time to schedule a
+  1-set change on a 1,000- and a 100,000-set base (``deploy``, ``deploy_model``).
+* ``orders``: order to ``up`` over real HTTP (``lsm server`` with ``deploy_model``: each
+  ``nothing`` instance refines into one ``std::Null``): sequential orders' POST-to-``up``
+  latency (p50/p95, from ``GET /api/v1/events``), then 1,000 concurrent orders until all are
+  ``up`` (orders/s) (``orders``).
 
 Layout: ``cli`` (arguments, sizes, output), ``isolate`` (one size per fresh subprocess, so
 peak RSS is per size), ``full`` and ``partial`` (one size each), ``harness`` (engine, seeding,

@@ -26,6 +26,7 @@ from benchmarks.backend import backend_name
 from benchmarks.deploy import add_deploy_parser, run_deploy_command
 from benchmarks.e2e_cli import add_e2e_parser, run_e2e_command
 from benchmarks.isolate import SizeJob, run_in_process, run_in_subprocess
+from benchmarks.orders import add_orders_parser, run_orders_command
 
 FULL_SIZES = "1000,5000,10000,100000"
 PARTIAL_SIZES = "1000,10000,100000"
@@ -52,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure lsm-engine: compiles over the examples/networks model "
         "(N networks x --hosts hosts + 1 shared resource), or the whole system over HTTP (e2e).",
     )
-    commands = parser.add_subparsers(dest="scenario", required=True, metavar="{full,partial,e2e,deploy}")
+    commands = parser.add_subparsers(
+        dest="scenario", required=True, metavar="{full,partial,e2e,deploy,orders}"
+    )
     full = commands.add_parser(
         "full",
         help="full compile: stages on their own, then end to end (empty store, then one change)",
@@ -73,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     partial.add_argument("--repeat", type=int, default=30, help="updates measured per size (default 30)")
     add_e2e_parser(commands)
     add_deploy_parser(commands)
+    add_orders_parser(commands)
     return parser
 
 
@@ -117,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_e2e_command(args, argv)
     if args.scenario == "deploy":
         return run_deploy_command(args, argv)
+    if args.scenario == "orders":
+        return run_orders_command(args, argv)
     out = Console()
     if not out.is_terminal:  # a pipe or a file: keep every column whole
         out = Console(width=200)

@@ -2,10 +2,12 @@
 
 Two measurements, each on a fresh database (SQLite file, or a schema on ``--database-url``):
 
-* **first deploy**: one full desired-state version of ``--resources`` do-nothing resources
-  (``benchmarks.deploy_model``) over ``--agents`` agent names, deployed by one agent process
-  (its handler threads, batches of ``--batch``) from the first plan to the last result written;
-  reported as resources per second;
+* **first deploy**: one full desired-state version of ``--resources`` resources of the bundled
+  ``std::Null`` handler (``lsm_handlers.null``: costs nothing, so this is the engine) over
+  ``--agents`` agent names, deployed by one agent process (its handler threads, batches of
+  ``--batch``) from the first plan to the last result written; reported as resources per
+  second; then the same with ``--files`` ``std::File`` resources (real files under a temporary
+  directory: the engine plus the file system);
 * **schedule one set**: a base of N sets (``--bases``, one resource each, all deployed), then
   ``--repeat`` partial versions that each change one set; timed is the engine's work before the
   handler runs: ``AgentService.claim()`` (plan the new version, find the open names, claim the
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +56,9 @@ def add_deploy_parser(commands: Any) -> None:
     )
     deploy.add_argument("--resources", type=int, default=10_000, help="resources of the first deploy")
     deploy.add_argument("--agents", type=int, default=10, help="agent names they are spread over")
+    deploy.add_argument(
+        "--files", type=int, default=10_000, help="std::File resources of the second first deploy (0: none)"
+    )
     deploy.add_argument("--batch", type=int, default=200, help="resources claimed per batch")
     deploy.add_argument("--threads", type=int, default=8, help="handler threads of the agent")
     deploy.add_argument("--bases", default="1000,100000", help="set counts of the scheduling bases")
@@ -80,24 +87,42 @@ def _agent(engine: ApiRuntime, args: argparse.Namespace, workdir: Path) -> Agent
 
 
 def _record(n: int, agents: int, value: int = 0) -> ResourceRecord:
+    """The stored form of ``std::Null(agent=agent-<n % agents>, name=r<n>, data=value)``."""
     agent = f"agent-{n % agents}"
     return ResourceRecord(
-        f"bench::Null[{agent},name=r{n}]", {"agent": agent, "name": f"r{n}", "value": value, "purged": False}
+        f"std::Null[{agent},name=r{n}]", {"agent": agent, "name": f"r{n}", "data": value, "purged": False}
     )
 
 
-def first_deploy(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    with fresh_database(args.database_url, args.workdir, "deploy") as db:
+def _file_record(n: int, agents: int, root: Path) -> ResourceRecord:
+    """The stored form of ``std::File(agent=files-<n % agents>, path=<root>/f<n>, ...)``."""
+    agent = f"files-{n % agents}"
+    path = str(root / f"f{n}")
+    attributes = {"agent": agent, "path": path, "content": f"line {n}\n", "mode": 0o644, "purged": False}
+    return ResourceRecord(f"std::File[{agent},path={path}]", attributes)
+
+
+def first_deploy(
+    args: argparse.Namespace, workdir: Path, kind: str = "std::Null", count: int | None = None
+) -> dict[str, Any]:
+    total = args.resources if count is None else count
+    with (
+        fresh_database(args.database_url, args.workdir, "deploy") as db,
+        tempfile.TemporaryDirectory(prefix="lsm-bench-files-", dir=args.workdir) as files,
+    ):
         engine = _engine(db)
         try:
             env_id = engine.context(None).env_id
             per_set = 10
+
+            def record(n: int) -> ResourceRecord:
+                if kind == "std::File":
+                    return _file_record(n, args.agents, Path(files))
+                return _record(n, args.agents)
+
             sets = {
-                f"set-{s}": [
-                    _record(n, args.agents)
-                    for n in range(s * per_set, min(args.resources, (s + 1) * per_set))
-                ]
-                for s in range((args.resources + per_set - 1) // per_set)
+                f"set-{s}": [record(n) for n in range(s * per_set, min(total, (s + 1) * per_set))]
+                for s in range((total + per_set - 1) // per_set)
             }
             engine.store.export(env_id, ExportRequest(kind="full", sets=sets))
             agent = _agent(engine, args, workdir)
@@ -113,14 +138,17 @@ def first_deploy(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                     lsm_resource_state.select().where(lsm_resource_state.c.status == "deployed")
                 )
                 count = len(deployed.all())
-            if count != args.resources:
-                raise RuntimeError(f"{count} of {args.resources} resources deployed")
+            if count != total:
+                raise RuntimeError(f"{count} of {total} {kind} resources deployed")
+            if kind == "std::File" and len(os.listdir(files)) != total:
+                raise RuntimeError(f"{len(os.listdir(files))} of {total} files written")
             return {
-                "resources": args.resources,
+                "type": kind,
+                "resources": total,
                 "agents": args.agents,
                 "batches": batches,
                 "seconds": round(elapsed, 3),
-                "resources_per_s": round(args.resources / elapsed, 1),
+                "resources_per_s": round(total / elapsed, 1),
             }
         finally:
             engine.stop()
@@ -173,8 +201,11 @@ def run_deploy_command(args: argparse.Namespace, argv: list[str]) -> int:
     out = Console(width=200)
     started_at = datetime.now(UTC)
     backend = backend_name(args.database_url)
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     workdir = Path(args.workdir or "/tmp") / f"lsm-bench-deploy-state-{started_at:%Y%m%d%H%M%S}"
     first = first_deploy(args, workdir)
+    files = first_deploy(args, workdir, "std::File", args.files) if args.files > 0 else None
     bases = [int(b) for b in args.bases.split(",") if b.strip()]
     scheduling = [schedule_one_set(args, base, workdir) for base in bases]
     table = Table(title=f"deploy on {backend}")
@@ -184,6 +215,11 @@ def run_deploy_command(args: argparse.Namespace, argv: list[str]) -> int:
         f"first deploy of {first['resources']:,} resources over {first['agents']} agents",
         f"{first['resources_per_s']:,.0f} resources/s ({first['seconds']} s, {first['batches']} batches)",
     )
+    if files is not None:
+        table.add_row(
+            f"first deploy of {files['resources']:,} std::File resources over {files['agents']} agents",
+            f"{files['resources_per_s']:,.0f} resources/s ({files['seconds']} s, {files['batches']} batches)",
+        )
     for row in scheduling:
         table.add_row(
             f"schedule a 1-set change on a {row['base_sets']:,}-set base (claim, before the handler)",
@@ -195,7 +231,9 @@ def run_deploy_command(args: argparse.Namespace, argv: list[str]) -> int:
         "backend": backend,
         "argv": argv,
         "started_at": started_at.isoformat(),
+        "load_average": os.getloadavg()[0],
         "first_deploy": first,
+        "first_deploy_files": files,
         "scheduling": scheduling,
     }
     path = args.json or report.default_path("deploy", backend, started_at)

@@ -114,7 +114,7 @@ def test_help_names_every_scenario() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--help"], cwd=REPO, capture_output=True, text=True, check=True
     )
-    assert all(name in completed.stdout for name in ("full", "partial", "e2e"))
+    assert all(name in completed.stdout for name in ("full", "partial", "e2e", "deploy", "orders"))
 
 
 def test_sizes_accept_thousands_shorthand_and_refuse_nonsense() -> None:
@@ -179,6 +179,8 @@ def test_the_deploy_scenario_deploys_everything_and_schedules_one_set(backend: s
         "30",
         "--repeat",
         "2",
+        "--files",
+        "12",
         "--json",
         str(out),
     ]
@@ -186,4 +188,35 @@ def test_the_deploy_scenario_deploys_everything_and_schedules_one_set(backend: s
     assert main(argv) == 0
     doc = json.loads(out.read_text())
     assert doc["first_deploy"]["resources"] == 60 and doc["first_deploy"]["resources_per_s"] > 0
+    assert doc["first_deploy"]["type"] == "std::Null"
+    assert doc["first_deploy_files"]["type"] == "std::File" and doc["first_deploy_files"]["resources"] == 12
     assert [row["base_sets"] for row in doc["scheduling"]] == [30]
+
+
+def test_the_deploy_model_uses_the_bundled_null_handler() -> None:
+    from lsm_handlers.null import NullHandler
+
+    from lsm.deploy.registry import HandlerRegistry
+    from lsm.model.loader import load_model
+
+    model = load_model(str(REPO / "benchmarks" / "deploy_model.py"))
+    assert HandlerRegistry(model.handlers).handler_class("std::Null") is NullHandler
+
+
+def test_the_orders_scenario_takes_every_order_up_over_http(backend: str, tmp_path: Path) -> None:
+    """A real ``lsm server``, sequential then concurrent orders, ``up`` read from the event stream."""
+    out = tmp_path / "orders.json"
+    url = _database_url(backend)
+    argv = ["orders", "--sequential", "3", "--concurrent", "8", "--timeout", "120", "--json", str(out)]
+    argv += ["--workdir", str(tmp_path / "work")] + (["--database-url", url] if url else [])
+    assert main(argv) == 0
+    result = json.loads(out.read_text())["result"]
+    assert "error" not in result, result.get("logs")
+    assert result["sequential"]["orders"] == 3 and len(result["sequential"]["latencies_ms"]) == 3
+    assert result["sequential"]["p50_ms"] > 0
+    concurrent = result["concurrent"]
+    assert concurrent["accepted"] == concurrent["up"] == 8 and concurrent["all_up"] is True
+    assert concurrent["orders_per_s"] > 0 and concurrent["error"] is None
+    assert result["events_read"] > 0
+    assert set(result["exit_codes"]) == {"server"}
+    assert not list((tmp_path / "work").iterdir())  # the database and the logs are gone

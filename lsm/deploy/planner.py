@@ -33,6 +33,9 @@ class Planner:
         """Plan ``env_id`` up to its newest version (nothing when it is planned already)."""
         with self.db.write() as session:
             result = deploy_plan.plan(session.connection(), env_id)
+        if result.rows_written >= deploy_plan.BULK_ROWS and not self.db.is_sqlite:
+            with self.db.write() as session:  # after the commit: the sample sees the new rows
+                deploy_plan.refresh_statistics(session.connection())
         if result.planned and self.feedback is not None:
             self.feedback.run(env_id, result.sets)
         return result
