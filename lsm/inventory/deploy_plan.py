@@ -136,6 +136,11 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
         touched.update(replaced or ())
         touched.update(deleted or ())
     # 1. the current rows written since the last plan (all current rows for a full plan)
+    # The range term comes BEFORE the guard: SQLite seeks the index on the first lower bound of
+    # a column it meets, and ``first_version > 0`` first made it walk every row of the
+    # environment (0.35 ms at 5,000 rows, 2.5 ms at 30,000, for a 1-row answer) instead of
+    # seeking to ``first_version > base`` (0.01 ms, flat).
+    since = [] if full else [ds_resource.c.first_version > base]
     current = select(
         ds_resource.c.resource_id,
         ds_resource.c.set_name,
@@ -143,11 +148,10 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
         ds_resource.c.requires,
     ).where(
         ds_resource.c.env_id == env_id,
+        *since,
         ds_resource.c.superseded_in.is_(None),
         text(READ_GUARD_SQL),
     )
-    if not full:
-        current = current.where(ds_resource.c.first_version > base)
     rows = list(conn.execute(current))
     result.rows_read += len(rows)
     written = {row[0] for row in rows}
