@@ -34,6 +34,7 @@ from sqlalchemy import (
     bindparam,
     case,
     exists,
+    func,
     insert,
     literal,
     select,
@@ -182,6 +183,10 @@ def _claim_statements() -> tuple[Any, Any]:
         )
         .limit(lim)
     )
+    # ``status`` is compared through ``coalesce`` so that no index on ``status`` can serve this
+    # query: PostgreSQL without statistics for a new environment otherwise chose
+    # ``(env_id, status, resource_id)`` and walked every deployed row of the environment per claim
+    # (21 ms at 30,000 rows, for no row), where the partial poll index holds only rows with a poll.
     polled = (
         select(*columns, literal(False).label("blocked"))
         .where(
@@ -189,7 +194,7 @@ def _claim_statements() -> tuple[Any, Any]:
             s.c.env_id == env,
             s.c.poll_at <= now,
             s.c.agent.in_(agents),
-            s.c.status == "deployed",
+            func.coalesce(s.c.status, "") == "deployed",
         )
         .limit(lim)
     )
