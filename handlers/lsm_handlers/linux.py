@@ -68,6 +68,13 @@ def check_namespace_name(value: str, what: str = "namespace name") -> str:
     return value
 
 
+def check_mtu(value: int) -> int:
+    """An MTU Linux accepts on an interface (68..65535)."""
+    if not 68 <= value <= 65535:
+        raise ValueError(f"mtu {value} is outside 68..65535")
+    return value
+
+
 def check_cidr(value: str | None, what: str = "address") -> str | None:
     """``"10.0.0.1/24"`` in canonical form (as ``ip`` prints it); ``None`` stays ``None``."""
     if value is None:
@@ -121,9 +128,7 @@ class Interface(lsm.Resource, type="linux::Interface", id_attribute="name"):
     @field_validator("mtu")
     @classmethod
     def _mtu(cls, value: int) -> int:
-        if not 68 <= value <= 65535:
-            raise ValueError(f"mtu {value} is outside 68..65535")
-        return value
+        return check_mtu(value)
 
     @model_validator(mode="after")
     def _peer(self) -> Interface:
@@ -168,9 +173,7 @@ class Veth(lsm.Resource, type="linux::Veth", id_attribute="name"):
     @field_validator("mtu")
     @classmethod
     def _mtu(cls, value: int) -> int:
-        if not 68 <= value <= 65535:
-            raise ValueError(f"mtu {value} is outside 68..65535")
-        return value
+        return check_mtu(value)
 
     @model_validator(mode="after")
     def _two_namespaces(self) -> Veth:
