@@ -191,4 +191,5 @@ def test_a_batched_validation_gives_every_instance_the_outcome_it_gets_alone(
             engine.stop()
             if not db.is_sqlite:
                 db.drop_schema()
+            db.dispose()  # the runtime did not open it: its pools are ours to close
         shutil.rmtree(directory, ignore_errors=True)
