@@ -63,7 +63,7 @@ from sqlalchemy.orm import Session
 
 from lsm.desired_state import ExportRequest
 from lsm.desired_state.records import VersionInfo, canonical_json
-from lsm.desired_state.statements import chunks
+from lsm.inventory.batches import chunks
 from lsm.inventory.tables import InstanceChangeRow, InstanceResourcesRow, InstanceRow
 from lsm.model.context import InstanceDict
 from lsm.orchestration import EnvironmentContext

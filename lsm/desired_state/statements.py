@@ -10,7 +10,7 @@ Must not: decide anything about the rules (``merge`` does) or open transactions 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from lsm.desired_state.merge import SHARED, ExportPlan, SharedEdge, StoredResource, StoredRevision
 from lsm.desired_state.records import ExportKind, VersionInfo
 from lsm.errors import LsmError, UnknownEnvironment
+from lsm.inventory.batches import chunks
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_shared_require
 from lsm.inventory.tables import EnvironmentRow
 
@@ -40,15 +41,8 @@ from lsm.inventory.tables import EnvironmentRow
 COPY_THRESHOLD = 1000
 
 #: Longest ``IN (...)`` list sent at once: far below SQLite's and PostgreSQL's parameter limits.
-CHUNK = 500
 
 T = TypeVar("T")
-
-
-def chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
-    """``values`` in slices of ``CHUNK``, for ``IN (...)`` lists of any length."""
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
 
 
 def bulk_insert(

@@ -42,6 +42,7 @@ from lsm.desired_state.records import (
 )
 from lsm.errors import InvalidInput, UnknownVersion
 from lsm.gc_pause import gc_paused
+from lsm.inventory.batches import chunks
 from lsm.inventory.database import Database
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
 
@@ -291,7 +292,7 @@ class DesiredStateStore:
                     .distinct()
                 ).scalars()
             )
-            for chunk in sql.chunks([SHARED, *dead_names]):
+            for chunk in chunks([SHARED, *dead_names]):
                 conn.execute(
                     delete(ds_resource).where(
                         ds_resource.c.env_id == env_id,

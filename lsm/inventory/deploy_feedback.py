@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, select
 
-from lsm.inventory.deploy_plan import chunks
+from lsm.inventory.batches import chunks
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,12 +38,12 @@ from sqlalchemy import (
     update,
 )
 
+from lsm.inventory.batches import chunks
 from lsm.inventory.database import JsonType
 from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_require, lsm_resource_state
 from lsm.inventory.desired_state_tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
 from lsm.inventory.tables import InstanceResourcesRow
 
-CHUNK = 500
 T = TypeVar("T")
 
 _state = lsm_resource_state
@@ -58,11 +58,6 @@ def desired_hash(attributes_text: str, requires_text: str) -> str:
     digest.update(b"\0")
     digest.update(requires_text.encode())
     return digest.hexdigest()
-
-
-def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 @dataclass

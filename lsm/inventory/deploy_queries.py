@@ -15,14 +15,14 @@ the work.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import RowMapping
 from sqlmodel import Session
 
+from lsm.inventory.batches import chunks, utc
 from lsm.inventory.compile_requests import notify_work
 from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_action, lsm_resource_state
 from lsm.inventory.desired_state_tables import ds_resource
@@ -32,7 +32,6 @@ from lsm.schemas.deploy import DeploymentProgress, ResourceActionOut, ResourceOu
 #: the largest page of resources or actions one request may ask for
 MAX_PAGE = 1000
 #: ids per ``IN (...)`` list: well below SQLite's bound on variables
-_CHUNK = 500
 
 T = TypeVar("T")
 
@@ -43,18 +42,6 @@ RETRY_STATUSES = (
     ResourceStatus.SKIPPED.value,
     ResourceStatus.NOOP_PENDING.value,
 )
-
-
-def _chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
-    for start in range(0, len(values), _CHUNK):
-        yield values[start : start + _CHUNK]
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite gives naive datetimes back; every stored time is UTC."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
 
 
 def _type_of(resource_id: str) -> str:
@@ -74,8 +61,8 @@ def _resource_out(row: RowMapping, attributes: dict[str, Any] | None = None) -> 
         attempts=row["attempts"],
         last_error=row["last_error"],
         last_action=row["last_action"],
-        last_action_at=_utc(row["last_action_at"]),
-        next_attempt_at=_utc(row["next_attempt_at"]),
+        last_action_at=utc(row["last_action_at"]),
+        next_attempt_at=utc(row["next_attempt_at"]),
         purged=row["purged"],
         requires=list(row["requires"] or []),
         attributes=attributes,
@@ -168,7 +155,7 @@ def states_of(session: Session, env_id: str, resource_ids: Iterable[str]) -> dic
     t = lsm_resource_state
     found: dict[str, RowMapping] = {}
     conn = session.connection()
-    for chunk in _chunks(sorted(set(resource_ids))):
+    for chunk in chunks(sorted(set(resource_ids))):
         query = select(t).where(t.c.env_id == env_id, t.c.resource_id.in_(chunk))
         for row in conn.execute(query).mappings():
             found[row["resource_id"]] = row
@@ -215,7 +202,7 @@ def list_actions(
             status=row["status"],
             changes=row["changes"] or {},
             messages=row["messages"] or [],
-            started_at=_utc(row["started_at"]),
+            started_at=utc(row["started_at"]),
             duration_ms=row["duration_ms"],
             agent=row["agent"],
             dry_run=row["dry_run"],

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -43,7 +43,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
-from lsm.inventory.deploy_plan import chunks
+from lsm.inventory.batches import chunks, utc
 from lsm.inventory.deploy_tables import (
     OPEN_STATUSES_SQL,
     lsm_deploy_head,
@@ -82,11 +82,6 @@ class Claimed:
     bucket_at: datetime | None
     #: it was ``deployed`` and its poll (or repair) was due: a re-check, not a change
     recheck: bool
-
-
-def utc(value: datetime | None) -> datetime | None:
-    """SQLite keeps no offset (we always store UTC): make a read timestamp aware again."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:

@@ -18,9 +18,9 @@ facade pages through results, but only the inventory layer writes SQL (docs/arch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, false, func, literal, select
@@ -29,12 +29,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
 
 from lsm.errors import Conflict, NotFound
+from lsm.inventory.batches import chunks, utc
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.discovery_tables import lsm_discovered_adoption, lsm_discovered_resource
 from lsm.inventory.tables import InstanceRow
 
 #: ids per IN list (well under SQLite's and PostgreSQL's parameter limits)
-CHUNK = 500
 
 _d = lsm_discovered_resource.c
 _a = lsm_discovered_adoption.c
@@ -79,11 +79,6 @@ class Replaced:
     removed: list[str]
 
 
-def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
-
-
 def _insert(session: Session) -> Any:
     dialect = session.get_bind().dialect.name
     module = postgresql if dialect == "postgresql" else sqlite
@@ -108,14 +103,14 @@ def replace_found(
         ).scalars()
     )
     present: set[str] = set()
-    for chunk in _chunks(ids):
+    for chunk in chunks(ids):
         present.update(
             conn.execute(
                 select(_d.resource_id).where(_d.env_id == env_id, _d.resource_id.in_(chunk))
             ).scalars()
         )
     gone = sorted(before - set(ids))
-    for chunk in _chunks(gone):
+    for chunk in chunks(gone):
         conn.execute(
             delete(lsm_discovered_resource).where(
                 _d.env_id == env_id, _d.discovered_by == discovered_by, _d.resource_id.in_(chunk)
@@ -200,13 +195,8 @@ def _select(env_id: str) -> Any:
     )
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands timestamps back naive; they were stored as UTC."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def _row(values: Any) -> DiscoveredRow:
-    first, last = _utc(values[6]), _utc(values[7])
+    first, last = utc(values[6]), utc(values[7])
     assert first is not None and last is not None
     return DiscoveredRow(
         resource_id=values[0],
@@ -220,7 +210,7 @@ def _row(values: Any) -> DiscoveredRow:
         managed=bool(values[8]),
         adopted_by=values[9],
         adopted_entity=values[10],
-        adopted_at=_utc(values[11]),
+        adopted_at=utc(values[11]),
     )
 
 
@@ -267,7 +257,7 @@ def get_discovered(session: Session, env_id: str, resource_id: str) -> Discovere
 def find_discovered(session: Session, env_id: str, resource_ids: Sequence[str]) -> dict[str, DiscoveredRow]:
     """``{id: row}`` of those of ``resource_ids`` that are discovered."""
     found: dict[str, DiscoveredRow] = {}
-    for chunk in _chunks(list(resource_ids)):
+    for chunk in chunks(list(resource_ids)):
         for values in session.connection().execute(_select(env_id).where(_d.resource_id.in_(chunk))):
             row = _row(values)
             found[row.resource_id] = row
@@ -321,7 +311,6 @@ def claim_adoption(
 
 
 __all__ = [
-    "CHUNK",
     "DiscoveredRow",
     "FoundRow",
     "Replaced",

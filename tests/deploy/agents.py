@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from lsm.deploy.agent import AgentService
 from lsm.desired_state.records import ExportRequest, ResourceRecord
-from lsm.inventory.deploy_state import utc
+from lsm.inventory.batches import utc
 from lsm.inventory.deploy_tables import lsm_resource_action, lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
 
