@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lsm.deploy.handler import HandlerContext, call
-from lsm.deploy.materialize import materialize, resource_type_of
+from lsm.deploy.handler import HandlerContext
+from lsm.deploy.materialize import run_handler
 from lsm.deploy.registry import HandlerRegistry
 from lsm.desired_state import DesiredStateStore, ResourceRecord
 from lsm.inventory import deploy_queries
@@ -61,19 +61,10 @@ def dry_run_resource(
 ) -> tuple[DryRunItem, HandlerContext]:
     """Run one resource's handler read-only; the item and the context (its changes and logs)."""
     ctx = HandlerContext(record.id, state_dir=state_dir, dry_run=True)
-    try:
-        handler = registry.handler_for(resource_type_of(record.id))
-        resource = materialize(handler, record.id, record.attributes, record.requires)
-    except Exception as exc:  # a missing or broken handler, attributes it can not take
-        return DryRunItem(id=record.id, action=ActionKind.ERROR, error=_message(exc)), ctx
     error: str | None = None
     try:
-        call(handler.pre, ctx, resource)
-        try:
-            handler.deploy(ctx, resource, dry_run=True)
-        finally:
-            call(handler.post, ctx, resource)
-    except Exception as exc:  # the handler's failure is this resource's, never the request's
+        run_handler(registry, ctx, record.id, record.attributes, record.requires, dry_run=True)
+    except Exception as exc:  # a missing or failing handler is this resource's error, never the request's
         error = _message(exc)
         ctx.error(error)
     changes = {

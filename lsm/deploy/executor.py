@@ -38,8 +38,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lsm.deploy.handler import HandlerContext, LogLine, call
-from lsm.deploy.materialize import materialize, resource_type_of
+from lsm.deploy.handler import HandlerContext, LogLine
+from lsm.deploy.materialize import run_handler
 from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import check_discovery_output
@@ -129,13 +129,7 @@ class Executor:
         ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop)
         try:
             with self.semaphores.hold(meta.sema):
-                handler = registry.handler_for(resource_type_of(item.resource_id))
-                resource = materialize(handler, item.resource_id, attributes, requires)
-                call(handler.pre, ctx, resource)
-                try:
-                    handler.deploy(ctx, resource, dry_run=noop)
-                finally:
-                    call(handler.post, ctx, resource)
+                run_handler(registry, ctx, item.resource_id, attributes, requires, dry_run=noop)
             discovered = self._discovered(ctx)
         except Exception as exc:
             return self._failure(item, meta, ran_hash, now, started, exc, ctx.logs, ctx.changes, bucket)

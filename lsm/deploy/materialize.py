@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lsm.deploy.handler import Handler
+from lsm.deploy.handler import Handler, HandlerContext, call
+from lsm.deploy.registry import HandlerRegistry
 from lsm.errors import ConfigurationError
 from lsm.model.meta import DEFAULT_META, Meta, meta_of
 
@@ -80,3 +81,27 @@ def materialize(
             f"at {'.'.join(map(str, exc.errors()[0]['loc']))}",
             resource=resource_id,
         ) from None
+
+
+def run_handler(
+    registry: HandlerRegistry,
+    ctx: HandlerContext,
+    resource_id: str,
+    attributes: Mapping[str, Any],
+    requires: tuple[str, ...],
+    *,
+    dry_run: bool,
+) -> None:
+    """One deploy (or read-only run) of a stored resource: its handler, ``pre``, ``deploy``, and
+    ``post`` whatever happened. What the handler found is in ``ctx``; any failure raises.
+
+    The agent (under the metaparameters) and the dry run both call this, so a handler is always
+    driven the same way.
+    """
+    handler = registry.handler_for(resource_type_of(resource_id))
+    resource = materialize(handler, resource_id, attributes, requires)
+    call(handler.pre, ctx, resource)
+    try:
+        handler.deploy(ctx, resource, dry_run=dry_run)
+    finally:
+        call(handler.post, ctx, resource)
