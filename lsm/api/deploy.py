@@ -18,7 +18,6 @@ from fastapi import APIRouter, Query
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.responses import CHANGE, READ, errors
-from lsm.inventory.deploy_queries import MAX_PAGE
 from lsm.schemas.auth import Role
 from lsm.schemas.deploy import (
     DeployRequest,
@@ -28,6 +27,7 @@ from lsm.schemas.deploy import (
     ResourceOut,
     ResourceStatus,
 )
+from lsm.schemas.limits import MAX_PAGE
 
 router = APIRouter(
     prefix="/api/v1",

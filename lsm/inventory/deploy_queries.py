@@ -28,9 +28,9 @@ from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_action, ls
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.tables import InstanceResourcesRow
 from lsm.schemas.deploy import DeploymentProgress, ResourceActionOut, ResourceOut, ResourceStatus
+from lsm.schemas.limits import MAX_PAGE
 
 #: the largest page of resources or actions one request may ask for
-MAX_PAGE = 1000
 #: ids per ``IN (...)`` list: well below SQLite's bound on variables
 
 T = TypeVar("T")

@@ -32,3 +32,5 @@ MAX_REF_LENGTH = MAX_NAME_LENGTH + 1 + MAX_IDENTITY_LENGTH
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
 #: the largest request body accepted by default (bytes); ``ServerConfig.max_body_bytes``
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+#: the largest page of a resources or actions listing
+MAX_PAGE = 1000
