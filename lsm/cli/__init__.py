@@ -1599,5 +1599,5 @@ def main() -> None:
     app(prog_name="lsm")
 
 
-if __name__ == "__main__":
-    main()
+# Command groups that live in their own modules register themselves on ``app`` when imported;
+# they are imported last, once every shared helper above exists.
