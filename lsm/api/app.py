@@ -28,6 +28,7 @@ from lsm.api import (
     events,
     health,
     inventory,
+    metrics,
     tokens,
 )
 from lsm.api.access import check_declared
@@ -54,6 +55,7 @@ ROUTERS = (
     discovery.router,
     tokens.router,
     audit.router,
+    metrics.router,
 )
 
 

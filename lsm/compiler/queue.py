@@ -34,6 +34,7 @@ from typing import Any
 from sqlmodel import Session
 
 from lsm.inventory import compile_queue as sql
+from lsm.inventory import metric_counters
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind, CompileStatus
@@ -136,8 +137,8 @@ class CompileQueue:
         """Requests whose worker died: back to the queue, or failed once they killed too many."""
         dead = [i for i, attempts in held if attempts >= self.max_attempts]
         sql.release(session, [i for i, attempts in held if attempts < self.max_attempts])
-        for row_id in dead:
-            sql.finish(
+        for row_id, kind, env_id in sql.kinds(session, dead):
+            failed = sql.finish(
                 session,
                 row_id,
                 owner=None,
@@ -152,6 +153,10 @@ class CompileQueue:
                 },
                 desired_state_version=None,
             )
+            if failed:
+                metric_counters.count_compile(
+                    session.connection(), env_id, kind, CompileStatus.FAILED.value, None
+                )
 
     # -- while running ---------------------------------------------------------------------------
     def renew(self, batches: list[Batch]) -> list[Batch]:
@@ -217,6 +222,10 @@ class CompileQueue:
             )
             if not done and row is batch.leader:
                 raise LeaseLost(f"compile {row.id} is no longer held by {batch.owner}")
+        # the compile that ran (not the requests merged into it), counted with its outcome
+        metric_counters.count_compile(
+            session.connection(), batch.leader.env_id, batch.kind.value, status.value, report.get("timings")
+        )
 
     def finish_many(self, outcomes: list[tuple[Batch, str, dict[str, Any]]]) -> None:
         """Finish many batches in one transaction (a round of validations); a batch whose lease

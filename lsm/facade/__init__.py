@@ -23,6 +23,7 @@ from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.inventory import InventoryFacade
+from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
 
 
@@ -40,6 +41,7 @@ class Facades:
     discovery: DiscoveryFacade
     tokens: TokensFacade
     audit: AuditFacade
+    metrics: MetricsFacade
 
     @classmethod
     def over(
@@ -67,6 +69,7 @@ class Facades:
             discovery=DiscoveryFacade(core),
             tokens=TokensFacade(core),
             audit=AuditFacade(core),
+            metrics=MetricsFacade(core),
         )
 
 
@@ -87,6 +90,7 @@ __all__ = [
     "Facades",
     "FeedItem",
     "InventoryFacade",
+    "MetricsFacade",
     "Principal",
     "RequestContext",
     "TokensFacade",

@@ -174,6 +174,16 @@ def claim(
             )
 
 
+def kinds(session: Session, ids: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(id, kind, env_id)`` of ``ids`` (a keyed read of three columns)."""
+    if not ids:
+        return []
+    query = sa_select(col(CompileRow.id), col(CompileRow.kind), col(CompileRow.env_id)).where(
+        col(CompileRow.id).in_(list(ids))
+    )
+    return [(r[0], r[1], r[2]) for r in session.execute(query)]
+
+
 def load(session: Session, ids: Sequence[str]) -> dict[str, CompileRow]:
     if not ids:
         return {}

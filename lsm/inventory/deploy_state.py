@@ -43,6 +43,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
+from lsm.inventory import metric_counters
 from lsm.inventory.batches import chunks, utc
 from lsm.inventory.deploy_tables import (
     OPEN_STATUSES_SQL,
@@ -252,32 +253,31 @@ def claim(
                 .where(s.c.env_id == env_id, s.c.resource_id.in_(part))
                 .values(status="skipped", last_action="skip", last_action_at=now, claimed_by=None)
             )
-        conn.execute(
-            insert(lsm_resource_action),
-            [
-                {
-                    "env_id": env_id,
-                    "resource_id": rid,
-                    "version": by_id[rid].version,
-                    "action": "skip",
-                    "status": "skipped",
-                    "changes": {},
-                    "messages": [
-                        {
-                            "level": "info",
-                            "message": "skipped: a resource it depends on failed or was skipped",
-                            "at": now.isoformat(),
-                            "data": {},
-                        }
-                    ],
-                    "started_at": now,
-                    "duration_ms": 0.0,
-                    "agent": by_id[rid].agent,
-                    "dry_run": False,
-                }
-                for rid in skipped
-            ],
-        )
+        skip_actions = [
+            {
+                "env_id": env_id,
+                "resource_id": rid,
+                "version": by_id[rid].version,
+                "action": "skip",
+                "status": "skipped",
+                "changes": {},
+                "messages": [
+                    {
+                        "level": "info",
+                        "message": "skipped: a resource it depends on failed or was skipped",
+                        "at": now.isoformat(),
+                        "data": {},
+                    }
+                ],
+                "started_at": now,
+                "duration_ms": 0.0,
+                "agent": by_id[rid].agent,
+                "dry_run": False,
+            }
+            for rid in skipped
+        ]
+        conn.execute(insert(lsm_resource_action), skip_actions)
+        metric_counters.count_actions(conn, env_id, skip_actions)
     return claimed, skipped
 
 
@@ -405,6 +405,7 @@ def write_results(
     actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
     if actions:
         conn.execute(insert(lsm_resource_action), actions)
+        metric_counters.count_actions(conn, env_id, actions)
     succeeded = [r.resource_id for r in kept if r.status == "deployed"]
     for part in chunks(succeeded):
         dependants = select(_req.c.resource_id).where(_req.c.env_id == env_id, _req.c.required_id.in_(part))

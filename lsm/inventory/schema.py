@@ -33,6 +33,7 @@ from lsm.inventory import (  # noqa: F401  (registers the tables)
     desired_state_tables,
     discovery_tables,
     idempotency,
+    metric_counters,
     tables,
 )
 

@@ -70,6 +70,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/tokens"): (A, GLOBAL),
     ("DELETE", "/api/v1/tokens/{token_id}"): (A, GLOBAL),
     ("GET", "/api/v1/audit"): (A, SOME),
+    ("GET", "/metrics"): (V, GLOBAL),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything

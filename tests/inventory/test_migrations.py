@@ -183,3 +183,27 @@ def test_upgrading_from_0003_backfills_the_reverse_requires_index(blank: Databas
     assert [tuple(e) for e in edges] == [("env-1", x, s)]  # "old" was closed by version 2
     with pytest.raises(ExportRuleViolation):
         store.export("env-1", ExportRequest("partial", deleted_sets=["a"]))
+
+
+def test_upgrading_from_0008_adds_the_metric_counters_starting_at_zero(blank: Database) -> None:
+    """A database at 0008 (before ``/metrics``) gets the counter tables, empty, and they count."""
+    from alembic import command
+
+    from lsm.inventory import metric_counters
+
+    names = {"lsm_metric_compile", "lsm_metric_compile_stage", "lsm_metric_deploy_action"}
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:  # back to 0008, before the counters
+        config = schema._config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0008")
+        assert not names & set(inspect(conn).get_table_names())
+    blank.create_schema()
+    assert _differences(blank) == []
+    with blank.write_engine.begin() as conn:
+        assert names <= set(inspect(conn).get_table_names())
+        assert conn.execute(text("SELECT count(*) FROM lsm_metric_compile")).scalar_one() == 0
+        metric_counters.count_compile(conn, "env-1", "full", "success", {"total": 0.5})
+        metric_counters.count_compile(conn, "env-1", "full", "success", {"total": 0.25})
+        rows = conn.execute(text("SELECT count, seconds FROM lsm_metric_compile_stage")).all()
+    assert [tuple(r) for r in rows] == [(2, 0.75)]

@@ -1,0 +1,170 @@
+"""``MetricsFacade``: the whole system's numbers in the Prometheus text exposition format.
+
+Why ``prometheus_client`` with a collector built per scrape, instead of the usual
+process-global registry: the numbers belong to the database, not to the process that is
+scraped (``lsm.inventory.metrics``), so nothing is kept in memory between scrapes and every
+API process answers the same. The library still does what is easy to get subtly wrong by
+hand: metric and label escaping, ``_total``/``_count``/``_sum`` suffixes, ``# HELP``/``# TYPE``.
+
+Every metric carries ``environment`` (the environment's name). Gauges of the compile queue are
+written for every kind of every environment, zeros included, so that a dashboard shows an
+empty queue as 0 rather than as a gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+from lsm.facade.context import RequestContext
+from lsm.facade.core import Core
+from lsm.inventory.metrics import Snapshot, snapshot
+from lsm.schemas.compiles import CompileKind
+
+#: the ``Content-Type`` of the text exposition format
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: the action kind that is a failed deploy try (``lsm.schemas.deploy.ActionKind.ERROR``)
+FAILED_ACTION = "error"
+
+
+class MetricsFacade:
+    """``GET /metrics``."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def snapshot(self, _ctx: RequestContext) -> Snapshot:
+        """Every number of one scrape (the route checked the caller's global viewer role)."""
+        now = datetime.now(UTC)
+        with self.core.db.read() as session:
+            return snapshot(session.connection(), now)
+
+    def exposition(self, ctx: RequestContext) -> bytes:
+        """The scrape's body in the text exposition format (``CONTENT_TYPE``)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(SnapshotCollector(self.snapshot(ctx)))
+        return generate_latest(registry)
+
+
+class SnapshotCollector(Collector):
+    """The metric families of one ``Snapshot`` (see docs/api.md, metrics)."""
+
+    def __init__(self, found: Snapshot) -> None:
+        self.found = found
+
+    def env(self, env_id: str) -> str:
+        """An environment's name (its id when it was removed while counters still name it)."""
+        return self.found.environments.get(env_id, env_id)
+
+    def collect(self) -> Iterator[Metric]:
+        found = self.found
+        yield from self._queue()
+        compiles = CounterMetricFamily(
+            "lsm_compiles",
+            "Compiles that ran, by kind and outcome.",
+            labels=["environment", "kind", "status"],
+        )
+        for env_id, kind, status, count in found.compiles:
+            compiles.add_metric([self.env(env_id), kind, status], count)
+        yield compiles
+        stages = SummaryMetricFamily(
+            "lsm_compile_stage_seconds",
+            "Time compiles spent per stage (stage 'total': the whole compile).",
+            labels=["environment", "kind", "stage"],
+        )
+        for env_id, kind, stage, count, seconds in found.stages:
+            stages.add_metric([self.env(env_id), kind, stage], count_value=count, sum_value=seconds)
+        yield stages
+        instances = GaugeMetricFamily(
+            "lsm_instances",
+            "Service instances (not deleted) by entity and state.",
+            labels=["environment", "entity", "state"],
+        )
+        for env_id, entity, state, count in found.instances:
+            instances.add_metric([self.env(env_id), entity, state], count)
+        yield instances
+        versions = GaugeMetricFamily(
+            "lsm_desired_state_version", "The newest desired-state version number.", labels=["environment"]
+        )
+        for env_id, number in found.desired_state:
+            versions.add_metric([self.env(env_id)], number)
+        yield versions
+        resources = GaugeMetricFamily(
+            "lsm_resources",
+            "Resources of the newest version by deploy status.",
+            labels=["environment", "status"],
+        )
+        for env_id, status, count in found.resources:
+            resources.add_metric([self.env(env_id), status], count)
+        yield resources
+        yield from self._deploy()
+        if found.webhook_failures is not None:
+            hooks = GaugeMetricFamily(
+                "lsm_webhook_deliveries_failed",
+                "Webhook deliveries that gave up (failed after their last retry).",
+                labels=["environment"],
+            )
+            for env_id, count in found.webhook_failures:
+                hooks.add_metric([self.env(env_id)], count)
+            yield hooks
+
+    def _queue(self) -> Iterator[Metric]:
+        found = self.found
+        labels = ["environment", "kind"]
+        depth = GaugeMetricFamily(
+            "lsm_compile_queue_depth", "Compile requests waiting, by kind.", labels=labels
+        )
+        running = GaugeMetricFamily(
+            "lsm_compile_running", "Compile requests running, by kind.", labels=labels
+        )
+        age = GaugeMetricFamily(
+            "lsm_compile_queue_oldest_age_seconds",
+            "How long the oldest waiting compile request has waited, by kind (0: none waits).",
+            labels=labels,
+        )
+        counted = {(q.env_id, q.kind, q.status): q for q in found.queue}
+        for env_id in sorted(found.environments):
+            for kind in CompileKind:
+                names = [self.env(env_id), kind.value]
+                queued = counted.get((env_id, kind.value, "queued"))
+                depth.add_metric(names, queued.count if queued else 0)
+                waited = (found.now - queued.oldest).total_seconds() if queued else 0.0
+                age.add_metric(names, max(waited, 0.0))
+                busy = counted.get((env_id, kind.value, "running"))
+                running.add_metric(names, busy.count if busy else 0)
+        yield from (depth, running, age)
+
+    def _deploy(self) -> Iterator[Metric]:
+        found = self.found
+        actions = CounterMetricFamily(
+            "lsm_deploy_actions",
+            "Deploy actions (action log lines, dry runs left out) by agent, resource type and action.",
+            labels=["environment", "agent", "resource_type", "action"],
+        )
+        failures = CounterMetricFamily(
+            "lsm_deploy_failures",
+            "Failed deploy tries (action 'error') by agent and resource type.",
+            labels=["environment", "agent", "resource_type"],
+        )
+        for env_id, agent, rtype, action, count in found.actions:
+            actions.add_metric([self.env(env_id), agent, rtype, action], count)
+            if action == FAILED_ACTION:
+                failures.add_metric([self.env(env_id), agent, rtype], count)
+        yield actions
+        yield failures
+        leases = GaugeMetricFamily(
+            "lsm_agent_leases", "Agent names held by a live agent process.", labels=["environment"]
+        )
+        for env_id, count in found.agents:
+            leases.add_metric([self.env(env_id)], count)
+        yield leases
+        yield GaugeMetricFamily("lsm_agent_processes", "Live agent processes.", value=found.agent_processes)

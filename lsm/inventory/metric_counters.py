@@ -1,0 +1,142 @@
+"""Monotonic counters for ``/metrics``, kept as a handful of rows and bumped by their writers.
+
+Why rows and not a scan: compiles run in ``lsm worker`` processes and deploys in ``lsm agent``
+processes, yet one scrape of any API process must see the whole system. Counting the compile
+history or the action log per scrape would cost 100k+ rows; instead the transaction that
+finishes a compile (``lsm.compiler.queue``) and the one that writes an agent's results
+(``lsm.inventory.deploy_state``) UPSERT a few aggregate rows, so the numbers commit (or roll
+back) with what they count and a scrape reads a few dozen rows.
+
+Counters only grow: nothing here is deleted by desired-state retention or any pruning, so
+Prometheus' ``rate()`` never sees a reset (except when the database itself is replaced).
+
+Every upsert takes its rows in key order, so two transactions bumping the same rows (two
+workers finishing validations of one environment) wait for each other instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint, String, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import SQLModel
+
+metadata = SQLModel.metadata
+
+#: compiles that ran, per environment, kind and outcome (``lsm_compiles_total``)
+lsm_metric_compile = Table(
+    "lsm_metric_compile",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("count", Integer, nullable=False),
+    PrimaryKeyConstraint("env_id", "kind", "status", name="pk_lsm_metric_compile"),
+)
+
+#: time spent per compile stage (``lsm_compile_stage_seconds``, a summary: count and sum)
+lsm_metric_compile_stage = Table(
+    "lsm_metric_compile_stage",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("stage", String(100), nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("seconds", Float, nullable=False),
+    PrimaryKeyConstraint("env_id", "kind", "stage", name="pk_lsm_metric_compile_stage"),
+)
+
+#: deploy actions per environment, agent, resource type and action kind (``error``: a failure)
+lsm_metric_deploy_action = Table(
+    "lsm_metric_deploy_action",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("agent", String(255), nullable=False),
+    Column("resource_type", String(255), nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("count", Integer, nullable=False),
+    PrimaryKeyConstraint("env_id", "agent", "resource_type", "action", name="pk_lsm_metric_deploy_action"),
+)
+
+#: a stage name longer than the column (a model's own refine stage) is cut, never refused
+_MAX_STAGE = 100
+
+
+def _upsert(
+    conn: Connection, table: Table, keys: list[str], rows: list[dict[str, Any]], sums: list[str]
+) -> None:
+    """Insert ``rows`` or add their ``sums`` columns to the existing ones (one statement per row,
+    in key order)."""
+    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    for row in sorted(rows, key=lambda r: tuple(r[k] for k in keys)):
+        statement = dialect_insert(table).values(**row)
+        statement = statement.on_conflict_do_update(
+            index_elements=keys,
+            set_={name: table.c[name] + statement.excluded[name] for name in sums},
+        )
+        conn.execute(statement)
+
+
+def count_compile(
+    conn: Connection, env_id: str, kind: str, status: str, timings: Mapping[str, Any] | None
+) -> None:
+    """One compile of ``kind`` ended with ``status``; ``timings``: seconds per stage (its report's)."""
+    _upsert(
+        conn,
+        lsm_metric_compile,
+        ["env_id", "kind", "status"],
+        [{"env_id": env_id, "kind": kind, "status": status, "count": 1}],
+        ["count"],
+    )
+    stages = [
+        {
+            "env_id": env_id,
+            "kind": kind,
+            "stage": str(stage)[:_MAX_STAGE],
+            "count": 1,
+            "seconds": float(value),
+        }
+        for stage, value in (timings or {}).items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    ]
+    if stages:
+        _upsert(conn, lsm_metric_compile_stage, ["env_id", "kind", "stage"], stages, ["count", "seconds"])
+
+
+def resource_type(resource_id: str) -> str:
+    """The type of a resource id ``Type[agent,attr=value]``."""
+    return resource_id.split("[", 1)[0]
+
+
+def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, Any]]) -> None:
+    """Count action-log lines (dicts with ``resource_id``, ``agent``, ``action``; dry runs are not
+    deploys and are left out): one upsert per distinct agent, type and action of the batch."""
+    counts = Counter(
+        (str(a["agent"]), resource_type(str(a["resource_id"])), str(a["action"]))
+        for a in actions
+        if not a.get("dry_run")
+    )
+    if counts:
+        _upsert(
+            conn,
+            lsm_metric_deploy_action,
+            ["env_id", "agent", "resource_type", "action"],
+            [
+                {"env_id": env_id, "agent": agent, "resource_type": rtype, "action": action, "count": n}
+                for (agent, rtype, action), n in counts.items()
+            ],
+            ["count"],
+        )
+
+
+__all__ = [
+    "count_actions",
+    "count_compile",
+    "lsm_metric_compile",
+    "lsm_metric_compile_stage",
+    "lsm_metric_deploy_action",
+    "resource_type",
+]

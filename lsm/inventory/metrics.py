@@ -1,0 +1,173 @@
+"""The reads of one ``/metrics`` scrape: the whole system's numbers, from the database.
+
+Why from the database: compiles run in ``lsm worker`` processes and deploys in ``lsm agent``
+processes; a process-local registry would show each process its own slice. Every process
+writes what the numbers are made of into the shared database, so one scrape of any API process
+answers for all of them.
+
+What a scrape costs as the inventory grows (it must stay cheap at 100k instances):
+
+* counters (``lsm.inventory.metric_counters``): a few rows per environment, kind, stage, agent
+  and resource type, never the compile history or the action log;
+* the compile queue: ``status IN ('queued', 'running')`` through the partial index
+  ``ix_lsm_compile_active``: costs the queue's length, never the history;
+* instances per entity and state: a ``GROUP BY`` over ``ix_lsm_instance_entity_state``, and
+  resources per status over ``ix_lsm_resource_state_status`` (index scans: linear in the
+  inventory, but no table rows read on PostgreSQL once the visibility map is set; measured by
+  ``python -m benchmarks metrics``);
+* desired-state heads, leases and environments: one small row each.
+
+The webhook deliveries table belongs to the webhooks feature; when it does not exist (a
+database of a release without webhooks) its gauge is left out, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Connection, MetaData, Table, false, func, inspect, select
+
+from lsm.inventory.batches import utc
+from lsm.inventory.deploy_tables import lsm_resource_state
+from lsm.inventory.desired_state_tables import ds_head
+from lsm.inventory.metric_counters import (
+    lsm_metric_compile,
+    lsm_metric_compile_stage,
+    lsm_metric_deploy_action,
+)
+from lsm.inventory.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseRow
+
+#: lease names of deploy agents (``agent:<env_id>:<name>``) and of agent processes
+AGENT_LEASE_PREFIX = "agent:"
+AGENT_PROCESS_PREFIX = "agent-process:"
+#: the webhooks feature's table and the status of a delivery that gave up
+WEBHOOK_DELIVERY_TABLE = "lsm_webhook_delivery"
+WEBHOOK_TABLE = "lsm_webhook"
+WEBHOOK_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class QueueCount:
+    env_id: str
+    kind: str
+    status: str
+    count: int
+    #: the oldest request's creation time
+    oldest: datetime
+
+
+@dataclass
+class Snapshot:
+    """Every number of one scrape, keyed by environment id (the edge turns ids into names)."""
+
+    now: datetime
+    environments: dict[str, str] = field(default_factory=dict)
+    queue: list[QueueCount] = field(default_factory=list)
+    instances: list[tuple[str, str, str, int]] = field(default_factory=list)
+    desired_state: list[tuple[str, int]] = field(default_factory=list)
+    resources: list[tuple[str, str, int]] = field(default_factory=list)
+    agents: list[tuple[str, int]] = field(default_factory=list)
+    agent_processes: int = 0
+    compiles: list[tuple[str, str, str, int]] = field(default_factory=list)
+    stages: list[tuple[str, str, str, int, float]] = field(default_factory=list)
+    actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    #: ``None``: the webhooks table does not exist in this database
+    webhook_failures: list[tuple[str, int]] | None = None
+
+
+def snapshot(conn: Connection, now: datetime) -> Snapshot:
+    """Read every number of a scrape on ``conn`` (one read transaction: a consistent view on
+    PostgreSQL's repeatable reads, and statement by statement otherwise)."""
+    found = Snapshot(now=now)
+    env = EnvironmentRow.__table__  # type: ignore[attr-defined]
+    found.environments = {r[0]: r[1] for r in conn.execute(select(env.c.id, env.c.name))}
+    found.queue = _queue(conn, now)
+    inst = InstanceRow.__table__  # type: ignore[attr-defined]
+    found.instances = [
+        (r[0], r[1], r[2], int(r[3]))
+        for r in conn.execute(
+            select(inst.c.env_id, inst.c.entity, inst.c.state, func.count())
+            .where(inst.c.deleted == false())
+            .group_by(inst.c.env_id, inst.c.entity, inst.c.state)
+        )
+    ]
+    found.desired_state = [
+        (r[0], int(r[1])) for r in conn.execute(select(ds_head.c.env_id, ds_head.c.latest))
+    ]
+    rs = lsm_resource_state
+    found.resources = [
+        (r[0], r[1], int(r[2]))
+        for r in conn.execute(
+            select(rs.c.env_id, rs.c.status, func.count()).group_by(rs.c.env_id, rs.c.status)
+        )
+    ]
+    found.agents, found.agent_processes = _agents(conn, now)
+    mc, ms, ma = lsm_metric_compile, lsm_metric_compile_stage, lsm_metric_deploy_action
+    found.compiles = [(r[0], r[1], r[2], int(r[3])) for r in conn.execute(select(mc))]
+    found.stages = [(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in conn.execute(select(ms))]
+    found.actions = [(r[0], r[1], r[2], r[3], int(r[4])) for r in conn.execute(select(ma))]
+    found.webhook_failures = _webhook_failures(conn)
+    return found
+
+
+def _queue(conn: Connection, now: datetime) -> list[QueueCount]:
+    c = CompileRow.__table__  # type: ignore[attr-defined]
+    query = (
+        select(c.c.env_id, c.c.kind, c.c.status, func.count(), func.min(c.c.created_at))
+        .where(c.c.status.in_(("queued", "running")))
+        .group_by(c.c.env_id, c.c.kind, c.c.status)
+    )
+    return [QueueCount(r[0], r[1], r[2], int(r[3]), utc(r[4]) or now) for r in conn.execute(query)]
+
+
+def _agents(conn: Connection, now: datetime) -> tuple[list[tuple[str, int]], int]:
+    """Live agent-name leases per environment, and live agent processes (the lease table is
+    small: one row per agent name and process)."""
+    lease = LeaseRow.__table__  # type: ignore[attr-defined]
+    live = conn.execute(
+        select(lease.c.name).where(lease.c.name.like("agent%"), lease.c.expires_at > now)
+    ).scalars()
+    per_env: dict[str, int] = {}
+    processes = 0
+    for name in live:
+        if name.startswith(AGENT_PROCESS_PREFIX):
+            processes += 1
+        elif name.startswith(AGENT_LEASE_PREFIX):
+            env_id = name[len(AGENT_LEASE_PREFIX) :].split(":", 1)[0]
+            per_env[env_id] = per_env.get(env_id, 0) + 1
+    return sorted(per_env.items()), processes
+
+
+def _webhook_failures(conn: Connection) -> list[tuple[str, int]] | None:
+    """Failed deliveries per environment, or ``None`` when the webhooks tables are absent.
+
+    The deliveries table names its environment directly (``env_id``) or through its webhook
+    (``webhook_id`` -> ``lsm_webhook.env_id``); both shapes are read, anything else is absent.
+    """
+    inspector = inspect(conn)
+    if not inspector.has_table(WEBHOOK_DELIVERY_TABLE):
+        return None
+    meta = MetaData()
+    delivery = Table(WEBHOOK_DELIVERY_TABLE, meta, autoload_with=conn)
+    if "status" not in delivery.c:
+        return None
+    failed = delivery.c.status == WEBHOOK_FAILED
+    if "env_id" in delivery.c:
+        query = select(delivery.c.env_id, func.count()).where(failed).group_by(delivery.c.env_id)
+    elif "webhook_id" in delivery.c and inspector.has_table(WEBHOOK_TABLE):
+        hook = Table(WEBHOOK_TABLE, meta, autoload_with=conn)
+        if "env_id" not in hook.c or "id" not in hook.c:
+            return None
+        query = (
+            select(hook.c.env_id, func.count())
+            .select_from(delivery.join(hook, hook.c.id == delivery.c.webhook_id))
+            .where(failed)
+            .group_by(hook.c.env_id)
+        )
+    else:
+        return None
+    return [(r[0], int(r[1])) for r in conn.execute(query)]
+
+
+__all__ = ["QueueCount", "Snapshot", "snapshot"]
