@@ -86,7 +86,7 @@ class SnapshotCollector(Collector):
         yield stages
         instances = GaugeMetricFamily(
             "lsm_instances",
-            "Service instances (not deleted) by entity and state.",
+            "Service instances by entity and state (deleted ones in their terminal state).",
             labels=["environment", "entity", "state"],
         )
         for env_id, entity, state, count in found.instances:
