@@ -33,6 +33,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from lsm.cli import render
 from lsm.errors import LsmError
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def fail(exc: LsmError) -> typer.Exit:
 
 
 def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    return render.compact(value)
 
 
 @contextmanager
@@ -193,35 +194,16 @@ def parse_attributes(attrs: list[str] | None, attributes: str | None) -> dict[st
 
 
 def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    return escape(_compact(value))
-
-
-#: columns whose cells are short identifiers: never wrapped, so that ids can be copied whole
-_NO_WRAP = frozenset(
-    {"id", "entity", "lifecycle", "state", "key", "source", "target", "trigger", "attribute"}
-)
+    return render.cell(value)
 
 
 def _table(title: str | None, columns: tuple[str, ...]) -> Table:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column, no_wrap=column in _NO_WRAP)
-    return table
+    """Every listing's table (``lsm.cli.render.table``: columns fold, nothing is cut)."""
+    return render.table(title, columns)
 
 
 def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
-    from rich.table import Table
-
-    table = Table(show_header=False, title=title, title_justify="left", box=None)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    for key, value in data.items():
-        table.add_row(escape(str(key)), _cell(value))
-    out.print(table)
+    render.print_key_values(out, data, title)
 
 
 # -- server side ----------------------------------------------------------------------------------------
@@ -737,11 +719,17 @@ def instance_delete(
 def instance_log(
     entity: Annotated[str, typer.Argument(help="Entity (API name).")],
     ref: Ref,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Then print each new line as it happens, until Ctrl-C (not with --json)."
+        ),
+    ] = False,
     url: Url = DEFAULT_URL,
     environment: Environment = None,
     as_json: AsJson = False,
 ) -> None:
-    """The instance's event log, oldest first."""
+    """The instance's event log, oldest first (times in local time; ``--json``: UTC, as the API)."""
 
     def show(events: list[dict[str, Any]]) -> None:
         table = _table("event log", ("version", "time", "source", "target", "trigger", "compile", "message"))
@@ -760,7 +748,18 @@ def instance_log(
             )
         out.print(table)
 
-    call(url, environment, as_json, lambda c: c.instance_log(entity, ref), show)
+    if not follow:
+        call(url, environment, as_json, lambda c: c.instance_log(entity, ref), show)
+        return
+    if as_json:
+        raise typer.BadParameter(
+            "--follow prints lines for a person; use --json without it", param_hint="--json"
+        )
+    from lsm.cli.follow import LogFollower
+    from lsm.client import Client
+
+    with errors_reported(url), Client(url, environment, token=_options["token"]) as client:
+        LogFollower(client, entity, ref, out=out, err=err, show_initial=show).run()
 
 
 @instance_app.command("diagnose")
@@ -1016,12 +1015,8 @@ def desired_state(
         if not data:
             out.print("[dim](none)[/]")
             return
-        from rich.table import Table
-
-        table = Table(title_justify="left")
-        columns = list(dict.fromkeys(k for row in data for k in row))
-        for column in columns:
-            table.add_column(column)
+        columns = tuple(dict.fromkeys(k for row in data for k in row))
+        table = _table(None, columns)
         for row in data:
             table.add_row(*(_cell(row.get(c)) for c in columns))
         out.print(table)
@@ -1049,11 +1044,6 @@ def _status(value: Any) -> str:
     return f"[{style}]{text}[/]" if style else text
 
 
-def _short(value: Any, width: int = 60) -> str:
-    text = _compact(value) if value is not None else ""
-    return escape(text if len(text) <= width else text[: width - 1] + "…")
-
-
 @resources_app.callback(invoke_without_command=True)
 def resources_list(
     ctx: typer.Context,
@@ -1079,7 +1069,8 @@ def resources_list(
 
     def show(resources: list[dict[str, Any]]) -> None:
         table = _table(
-            "resources", ("id", "agent", "status", "version", "deployed", "tries", "last action", "error")
+            "resources",
+            ("id", "agent", "status", "version", "deployed", "tries", "last action", "at", "error"),
         )
         for r in resources:
             table.add_row(
@@ -1089,8 +1080,9 @@ def resources_list(
                 _cell(r.get("version")),
                 _cell(r.get("last_deployed_version")),
                 _cell(r.get("attempts") or None),
-                _cell(r.get("last_action_at") and f"{r.get('last_action')} {r['last_action_at']}"),
-                _short(r.get("last_error")),
+                _cell(r.get("last_action")),
+                _cell(r.get("last_action_at")),
+                render.first_line(r.get("last_error")),
             )
         out.print(table)
         if not resources:
@@ -1142,7 +1134,7 @@ def resources_show(
                 _status(a.get("status")),
                 f"{float(a.get('duration_ms') or 0):.1f}",
                 escape(", ".join(a.get("changes") or {})),
-                _short(messages[-1].get("message") if messages else None),
+                render.first_line(messages[-1].get("message") if messages else None),
             )
         out.print(table)
 
@@ -1155,7 +1147,7 @@ def _show_dry_run(result: dict[str, Any]) -> None:
     )
     for item in result.get("resources") or []:
         changes = "\n".join(
-            f"{escape(key)}: {_short(c.get('current'), 40)} → {_short(c.get('desired'), 40)}"
+            f"{escape(key)}: {_cell(c.get('current'))} → {_cell(c.get('desired'))}"
             for key, c in (item.get("changes") or {}).items()
         )
         action = escape(str(item["action"]))
@@ -1164,7 +1156,7 @@ def _show_dry_run(result: dict[str, Any]) -> None:
             escape(item["id"]),
             f"[{style}]{action}[/]" if style else action,
             changes,
-            _short(item.get("error"), 200),
+            render.first_line(item.get("error")),
         )
     out.print(table)
     if result.get("version") is None:

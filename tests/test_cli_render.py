@@ -1,0 +1,100 @@
+"""How the ``lsm`` command shows things (``lsm.cli.render``): full local times with their offset
+in tables, UTC ISO 8601 in ``--json``, and columns that fold instead of being cut, through the
+real commands against a real server."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from lsm.cli import app, render
+from tests.api.fixtures import engine, url
+
+__all__ = ["engine", "url"]
+
+
+@pytest.fixture
+def india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time is India's (+05:30 all year, no DST): an offset no UTC machine shows by chance."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def run(url: str, *args: str, columns: int = 200) -> Any:
+    result = CliRunner().invoke(app, [*args, "--url", url], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def column(output: str, index: int) -> str:
+    """The text of one column of a rich table, its folded lines joined (borders dropped)."""
+    cells = [
+        line.split("│")[index + 1].strip() for line in output.splitlines() if line.count("│") > index + 1
+    ]
+    return "".join(cells)
+
+
+def test_tables_show_local_time_with_offset_and_json_shows_utc(url: str, india: None) -> None:
+    created = json.loads(run(url, "instance", "create", "note", "--attr", "title=t1", "--json").stdout)
+    stamp = datetime.fromisoformat(created["created_at"].replace("Z", "+00:00"))
+    assert stamp.utcoffset() == timedelta(0)  # --json: the API's UTC time, as it is
+
+    [event] = json.loads(run(url, "instance", "log", "note", "title=t1", "--json").stdout)
+    assert event["created_at"].endswith("Z")
+    log = run(url, "instance", "log", "note", "title=t1").stdout
+    shown = run(url, "instance", "show", "note", "title=t1").stdout
+
+    ist = timezone(timedelta(hours=5, minutes=30))
+    for iso, output in ((created["created_at"], shown), (event["created_at"], log)):
+        moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+        expected = moment.astimezone(ist).isoformat(sep=" ", timespec="milliseconds")
+        assert expected.endswith("+05:30")
+        assert expected in output
+
+
+def test_a_narrow_terminal_folds_columns_and_cuts_nothing(url: str) -> None:
+    created = json.loads(
+        run(
+            url, "instance", "create", "note", "--attr", "title=a-rather-long-title-for-this-note", "--json"
+        ).stdout
+    )
+    listed = run(url, "instance", "list", "note", columns=60).stdout
+    log = run(url, "instance", "log", "note", created["id"], columns=50).stdout
+
+    assert "…" not in listed and "…" not in log
+    assert created["id"] in column(listed, 0)
+    assert "a-rather-long-title-for-this-note" in column(listed, 4)
+    times = column(log, 1)
+    assert times.count(":") >= 3 and ("+" in times or "-" in times[10:])  # date, time and offset, whole
+
+
+@given(
+    moment=st.datetimes(
+        min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
+    )
+)
+def test_a_shown_time_is_the_same_instant_to_the_millisecond(moment: datetime) -> None:
+    iso = moment.isoformat().replace("+00:00", "Z")
+    shown = render.local_time(iso)
+    back = datetime.fromisoformat(shown)
+    assert back.tzinfo is not None
+    assert abs(back - moment) < timedelta(milliseconds=1)
+    assert render.cell(iso) == shown
+
+
+def test_text_that_is_not_a_time_is_left_alone() -> None:
+    for value in ("2026-11-24", "12:00:00", "not a time", "2026-11-24T12:00:00"):  # no offset: not a time
+        assert render.cell(value) == value
+        assert render.local_time(value) == value
+    assert render.cell(None) == "" and render.cell({"a": 1}) == '{"a": 1}'
