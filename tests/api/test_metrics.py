@@ -219,3 +219,15 @@ def test_failed_webhook_deliveries_appear_once_their_table_exists(
     samples, types = scrape(http)
     assert types["lsm_webhook_deliveries_failed"] == "gauge"
     assert value(samples, "lsm_webhook_deliveries_failed") == 2
+
+
+def test_a_failed_compile_is_counted_as_failed(engine_factory: Callable[..., ApiRuntime]) -> None:
+    fragile = engine_factory("tests.models.fragile")
+    fragile.facades.inventory.import_instances(LOCAL, "widget", "up", [{"name": "w1", "explode": True}])
+    fragile.facades.compiles.request_compile(LOCAL, kind="full")
+    fragile.processing.drain()
+    with served_url(fragile) as base, httpx.Client(base_url=base, timeout=30) as client:
+        samples, _ = scrape(client)
+    assert value(samples, "lsm_compiles_total", kind="full", status="failed") == 1
+    assert value(samples, "lsm_compiles_total", kind="full", status="success") is None
+    assert value(samples, "lsm_instances", entity="widget", state="up") == 1
