@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory.metrics import Snapshot, snapshot
+from lsm.inventory.metrics import Snapshot, WebhookCounts, snapshot
 from lsm.schemas.compiles import CompileKind
 
 #: the ``Content-Type`` of the text exposition format
@@ -107,15 +107,8 @@ class SnapshotCollector(Collector):
             resources.add_metric([self.env(env_id), status], count)
         yield resources
         yield from self._deploy()
-        if found.webhook_failures is not None:
-            hooks = GaugeMetricFamily(
-                "lsm_webhook_deliveries_failed",
-                "Webhook deliveries that gave up (failed after their last retry).",
-                labels=["environment"],
-            )
-            for env_id, count in found.webhook_failures:
-                hooks.add_metric([self.env(env_id)], count)
-            yield hooks
+        if found.webhooks is not None:
+            yield from self._webhooks(found.webhooks)
 
     def _queue(self) -> Iterator[Metric]:
         found = self.found
@@ -168,3 +161,21 @@ class SnapshotCollector(Collector):
             leases.add_metric([self.env(env_id)], count)
         yield leases
         yield GaugeMetricFamily("lsm_agent_processes", "Live agent processes.", value=found.agent_processes)
+
+    def _webhooks(self, counts: WebhookCounts) -> Iterator[Metric]:
+        failed = GaugeMetricFamily(
+            "lsm_webhook_deliveries_failed",
+            "Webhook deliveries that gave up (failed after their last retry).",
+            labels=["environment"],
+        )
+        for env_id, count in counts.failed:
+            failed.add_metric([self.env(env_id)], count)
+        yield failed
+        retrying = GaugeMetricFamily(
+            "lsm_webhook_deliveries_retrying",
+            "Webhook deliveries still pending after at least one failed attempt.",
+            labels=["environment"],
+        )
+        for env_id, count in counts.retrying:
+            retrying.add_metric([self.env(env_id)], count)
+        yield retrying

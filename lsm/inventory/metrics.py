@@ -21,7 +21,7 @@ What a scrape costs as the inventory grows (it must stay cheap at 100k instances
 * desired-state heads, leases and environments: one small row each.
 
 The webhook deliveries table belongs to the webhooks feature; when it does not exist (a
-database of a release without webhooks) its gauge is left out, not an error.
+database of a release without webhooks) its gauges are left out, not an error.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ AGENT_LEASE_PREFIX = "agent:"
 AGENT_PROCESS_PREFIX = "agent-process:"
 #: the webhooks feature's table and the status of a delivery that gave up
 WEBHOOK_DELIVERY_TABLE = "lsm_webhook_delivery"
-WEBHOOK_TABLE = "lsm_webhook"
-WEBHOOK_FAILED = "failed"
+WEBHOOK_FAILED_SQL = "status = 'failed'"
+WEBHOOK_PENDING_SQL = "status = 'pending'"
 #: the condition of ``ix_lsm_compile_active`` (``lsm.inventory.tables.CompileRow``)
 ACTIVE_SQL = "status IN ('queued', 'running')"
 
@@ -60,6 +60,14 @@ class QueueCount:
     count: int
     #: the oldest request's creation time
     oldest: datetime
+
+
+@dataclass(frozen=True)
+class WebhookCounts:
+    """Per environment: deliveries that gave up, and pending ones that failed at least once."""
+
+    failed: list[tuple[str, int]]
+    retrying: list[tuple[str, int]]
 
 
 @dataclass
@@ -78,7 +86,7 @@ class Snapshot:
     stages: list[tuple[str, str, str, int, float]] = field(default_factory=list)
     actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
     #: ``None``: the webhooks table does not exist in this database
-    webhook_failures: list[tuple[str, int]] | None = None
+    webhooks: WebhookCounts | None = None
 
 
 def snapshot(conn: Connection, now: datetime) -> Snapshot:
@@ -112,7 +120,7 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     found.compiles = [(r[0], r[1], r[2], int(r[3])) for r in conn.execute(select(mc))]
     found.stages = [(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in conn.execute(select(ms))]
     found.actions = [(r[0], r[1], r[2], r[3], int(r[4])) for r in conn.execute(select(ma))]
-    found.webhook_failures = _webhook_failures(conn)
+    found.webhooks = _webhooks(conn)
     return found
 
 
@@ -147,35 +155,27 @@ def _agents(conn: Connection, now: datetime) -> tuple[list[tuple[str, int]], int
     return sorted(per_env.items()), processes
 
 
-def _webhook_failures(conn: Connection) -> list[tuple[str, int]] | None:
-    """Failed deliveries per environment, or ``None`` when the webhooks tables are absent.
+def _webhooks(conn: Connection) -> WebhookCounts | None:
+    """Failed and retrying deliveries per environment, or ``None`` without the webhooks table.
 
-    The deliveries table names its environment directly (``env_id``) or through its webhook
-    (``webhook_id`` -> ``lsm_webhook.env_id``); both shapes are read, anything else is absent.
+    Both conditions are literal SQL (``status = 'failed'``, ``status = 'pending'``) so that a
+    partial index on them is used on SQLite too: the pending rows are the sender's index
+    (``ix_lsm_webhook_delivery_due``); the failed ones are a scan of the deliveries until an
+    index on ``(env_id) WHERE status = 'failed'`` exists (the webhooks migration's to add).
     """
-    inspector = inspect(conn)
-    if not inspector.has_table(WEBHOOK_DELIVERY_TABLE):
+    if not inspect(conn).has_table(WEBHOOK_DELIVERY_TABLE):
         return None
-    meta = MetaData()
-    delivery = Table(WEBHOOK_DELIVERY_TABLE, meta, autoload_with=conn)
-    if "status" not in delivery.c:
+    delivery = Table(WEBHOOK_DELIVERY_TABLE, MetaData(), autoload_with=conn)
+    if not {"env_id", "status", "attempts"} <= set(delivery.c.keys()):
         return None
-    failed = delivery.c.status == WEBHOOK_FAILED
-    if "env_id" in delivery.c:
-        query = select(delivery.c.env_id, func.count()).where(failed).group_by(delivery.c.env_id)
-    elif "webhook_id" in delivery.c and inspector.has_table(WEBHOOK_TABLE):
-        hook = Table(WEBHOOK_TABLE, meta, autoload_with=conn)
-        if "env_id" not in hook.c or "id" not in hook.c:
-            return None
-        query = (
-            select(hook.c.env_id, func.count())
-            .select_from(delivery.join(hook, hook.c.id == delivery.c.webhook_id))
-            .where(failed)
-            .group_by(hook.c.env_id)
-        )
-    else:
-        return None
-    return [(r[0], int(r[1])) for r in conn.execute(query)]
+    env = delivery.c.env_id
+    failed = conn.execute(select(env, func.count()).where(text(WEBHOOK_FAILED_SQL)).group_by(env))
+    retrying = conn.execute(
+        select(env, func.count()).where(text(WEBHOOK_PENDING_SQL), delivery.c.attempts > 0).group_by(env)
+    )
+    return WebhookCounts(
+        failed=[(r[0], int(r[1])) for r in failed], retrying=[(r[0], int(r[1])) for r in retrying]
+    )
 
 
-__all__ = ["QueueCount", "Snapshot", "snapshot"]
+__all__ = ["QueueCount", "Snapshot", "WebhookCounts", "snapshot"]

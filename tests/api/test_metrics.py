@@ -199,7 +199,7 @@ def test_counters_never_go_down_when_old_versions_are_pruned(engine: ApiRuntime,
         assert matching(after, name) == matching(before, name), name
 
 
-def test_failed_webhook_deliveries_appear_once_their_table_exists(
+def test_failed_and_retrying_webhook_deliveries_appear_once_their_table_exists(
     engine: ApiRuntime, http: httpx.Client
 ) -> None:
     env_id = engine.context(None).env_id
@@ -208,17 +208,29 @@ def test_failed_webhook_deliveries_appear_once_their_table_exists(
         conn.execute(
             text(
                 "CREATE TABLE lsm_webhook_delivery "
-                "(id VARCHAR(36) PRIMARY KEY, env_id VARCHAR(36), status VARCHAR(20))"
+                "(id VARCHAR(36) PRIMARY KEY, env_id VARCHAR(36), status VARCHAR(20), attempts INTEGER)"
             )
         )
-        for n, status in enumerate(("failed", "failed", "delivered", "pending")):
+        rows = [
+            ("failed", 5),
+            ("failed", 5),
+            ("delivered", 2),
+            ("pending", 0),
+            ("pending", 1),
+            ("pending", 3),
+        ]
+        for n, (status, attempts) in enumerate(rows):
             conn.execute(
-                text("INSERT INTO lsm_webhook_delivery (id, env_id, status) VALUES (:id, :env, :status)"),
-                {"id": f"d{n}", "env": env_id, "status": status},
+                text(
+                    "INSERT INTO lsm_webhook_delivery (id, env_id, status, attempts) "
+                    "VALUES (:id, :env, :status, :attempts)"
+                ),
+                {"id": f"d{n}", "env": env_id, "status": status, "attempts": attempts},
             )
     samples, types = scrape(http)
     assert types["lsm_webhook_deliveries_failed"] == "gauge"
     assert value(samples, "lsm_webhook_deliveries_failed") == 2
+    assert value(samples, "lsm_webhook_deliveries_retrying") == 2  # pending after a failed attempt
 
 
 def test_a_failed_compile_is_counted_as_failed(engine_factory: Callable[..., ApiRuntime]) -> None:
