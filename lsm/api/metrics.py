@@ -16,14 +16,14 @@ from fastapi.responses import Response
 
 from lsm.api.access import Scope, require
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.responses import errors
+from lsm.api.responses import READ, errors
 from lsm.facade.metrics import CONTENT_TYPE
 from lsm.schemas.auth import Role
 
 router = APIRouter(
     tags=["metrics"],
     dependencies=[require(Role.VIEWER, scope=Scope.GLOBAL)],
-    responses=errors(401, 403, 422, 503),
+    responses=errors(*READ),
 )
 
 
