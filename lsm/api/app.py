@@ -26,6 +26,7 @@ from lsm.api import (
     discovery,
     environments,
     events,
+    graphs,
     health,
     inventory,
     tokens,
@@ -54,6 +55,7 @@ ROUTERS = (
     discovery.router,
     tokens.router,
     audit.router,
+    graphs.router,
 )
 
 

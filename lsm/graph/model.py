@@ -78,6 +78,16 @@ class Graph:
         """The node's index in ``nodes`` (KeyError for an unknown id)."""
         return self._index[node_id]
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Graph:
+        """The graph ``to_json`` wrote (the API's ``?format=json``); ValueError on a broken one."""
+        return cls(
+            title=str(data.get("title", "")),
+            nodes=tuple(Node(**node) for node in data.get("nodes", [])),
+            edges=tuple(Edge(**edge) for edge in data.get("edges", [])),
+            direction=str(data.get("direction", "LR")),
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The graph as JSON-able data: ``{title, direction, nodes: [...], edges: [...]}``."""
         return {
