@@ -22,6 +22,8 @@ from typer.testing import CliRunner
 from lsm.cli import app
 from lsm.compiler.queue import CompileQueue
 from lsm.deploy.agent import lease_name
+from lsm.facade import RequestContext
+from lsm.facade.diagnosis import Diagnosis, Situation, summary
 from lsm.inventory import leases
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
@@ -30,6 +32,7 @@ from lsm.testing import served_url
 from tests.diagnose import stuck_model
 
 MODEL_FILE = Path(stuck_model.__file__)
+LOCAL = RequestContext.local()
 
 
 @pytest.fixture
@@ -267,3 +270,26 @@ def test_cli_prints_the_chain_link_by_link(engine: ApiRuntime, http: httpx.Clien
     assert lines[1] == f"└─ because {body['cause'][0]['message']} (skipped_dependency)"
     assert lines[2] == f"   └─ because {body['cause'][1]['message']} (failed_resource)"
     assert json.loads(raw.stdout)["cause"] == body["cause"]
+
+
+def test_a_state_that_moves_on_by_itself_is_in_transition(engine: ApiRuntime, http: httpx.Client) -> None:
+    """The rule itself, over the facts of a real instance in `start` (an auto transfer leaves it)
+    with nothing pending: over HTTP its validation compile is always queued by then."""
+    router = order(http, "router", {"name": "r1"})
+    env_id = engine.context(None).env_id
+    instance = engine.facades.inventory.get_instance(LOCAL, "router", router)
+    allowed = engine.core.lifecycles.machine("simple").allowed("start")
+    with engine.db.read() as session:
+        situation = Situation(
+            env_id=env_id,
+            instance=instance,
+            transfers=[(a["trigger"], a["target"]) for a in allowed],
+            events=[],
+            validation=None,
+            pending=None,
+        )
+        chain = Diagnosis(session, situation).chain()
+    assert [(c.kind, c.details) for c in chain] == [("in_transition", {"triggers": ["auto"]})]
+    assert summary("router r1 is in `start`", chain) == (
+        "router r1 is in `start` because `start` moves on by itself (auto transfer), nothing holds it back"
+    )
