@@ -26,6 +26,7 @@ from lsm.api import (
     discovery,
     environments,
     events,
+    graphs,
     health,
     inventory,
     metrics,
@@ -56,6 +57,7 @@ ROUTERS = (
     tokens.router,
     audit.router,
     metrics.router,
+    graphs.router,
 )
 
 

@@ -22,6 +22,7 @@ from lsm.facade.desired_state import DesiredStateFacade
 from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
+from lsm.facade.graphs import GraphsFacade
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
@@ -42,6 +43,7 @@ class Facades:
     tokens: TokensFacade
     audit: AuditFacade
     metrics: MetricsFacade
+    graphs: GraphsFacade
 
     @classmethod
     def over(
@@ -70,6 +72,7 @@ class Facades:
             tokens=TokensFacade(core),
             audit=AuditFacade(core),
             metrics=MetricsFacade(core),
+            graphs=GraphsFacade(core),
         )
 
 
@@ -89,6 +92,7 @@ __all__ = [
     "EventsFacade",
     "Facades",
     "FeedItem",
+    "GraphsFacade",
     "InventoryFacade",
     "MetricsFacade",
     "Principal",
