@@ -90,8 +90,9 @@ class Snapshot:
 
 
 def snapshot(conn: Connection, now: datetime) -> Snapshot:
-    """Read every number of a scrape on ``conn`` (one read transaction: a consistent view on
-    PostgreSQL's repeatable reads, and statement by statement otherwise)."""
+    """Read every number of a scrape on ``conn``, a read transaction. Each number is exact as of
+    its own statement; under PostgreSQL's read committed two numbers may be a moment apart,
+    which a scrape every 15 s or more does not notice (no snapshot is held for it)."""
     found = Snapshot(now=now)
     env = EnvironmentRow.__table__  # type: ignore[attr-defined]
     found.environments = {r[0]: r[1] for r in conn.execute(select(env.c.id, env.c.name))}
