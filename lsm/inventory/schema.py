@@ -34,6 +34,7 @@ from lsm.inventory import (  # noqa: F401  (registers the tables)
     discovery_tables,
     idempotency,
     tables,
+    webhook_tables,
 )
 
 #: the revision a database made by release 0.1.0 is at
