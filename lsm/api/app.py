@@ -29,6 +29,7 @@ from lsm.api import (
     health,
     inventory,
     tokens,
+    webhooks,
 )
 from lsm.api.access import check_declared
 from lsm.api.auth import Authenticator
@@ -54,6 +55,7 @@ ROUTERS = (
     discovery.router,
     tokens.router,
     audit.router,
+    webhooks.router,
 )
 
 

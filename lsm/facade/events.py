@@ -90,6 +90,8 @@ class FeedItem:
     kind: str
     data: BaseModel
     cursor: Cursor
+    #: when it happened (naive UTC): webhooks leave the newest items for a later look
+    at: datetime | None = None
 
 
 class EventsFacade:
@@ -174,7 +176,7 @@ class EventsFacade:
         out = []
         for item in _merged(state_items, compile_items, action_items):
             cursor = replace(cursor, **item.position)
-            out.append(FeedItem(item.kind, item.data, cursor))
+            out.append(FeedItem(item.kind, item.data, cursor, item.time))
         return out
 
 
