@@ -1601,3 +1601,4 @@ def main() -> None:
 
 # Command groups that live in their own modules register themselves on ``app`` when imported;
 # they are imported last, once every shared helper above exists.
+from lsm.cli import webhooks as _webhooks  # noqa: E402,F401  (registers lsm webhook)
