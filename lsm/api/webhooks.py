@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.responses import BODY, CHANGE, READ, errors
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.limits import MAX_PAGE
 from lsm.schemas.webhooks import CreateWebhook, DeliveryOut, WebhookCreated, WebhookOut
@@ -28,7 +28,7 @@ router = APIRouter(
 HookId = Annotated[str, Path(max_length=36, pattern=r"^[0-9a-fA-F-]+$")]
 
 
-@router.post("", responses=errors(*BODY))
+@router.post("", responses=errors(*CHANGE))
 def create_webhook(body: CreateWebhook, facades: FacadesDep, ctx: ContextDep) -> WebhookCreated:
     """Register a receiver for events from now on (``events``: kinds; default state changes,
     compile outcomes and deploy failures); the answer holds the signing secret, once."""
