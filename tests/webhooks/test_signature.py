@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lsm.client import verify_signature
+from lsm.errors import ConfigurationError
+from lsm.runtime.config import load_config
 from lsm.schemas.webhooks import DeliveryPolicy, signature
 from lsm.services.webhook_send import body_of
 
@@ -40,3 +44,13 @@ def test_the_backoff_grows_and_never_passes_its_cap(backoff: float, cap: float, 
     assert 0 < policy.delay(attempts) <= cap
     assert policy.delay(attempts) <= policy.delay(attempts + 1)
     assert policy.delay(1) == min(cap, backoff)
+
+
+def test_the_policy_is_the_webhooks_table_of_lsm_toml(tmp_path: Path) -> None:
+    (tmp_path / "lsm.toml").write_text("[webhooks]\nbackoff = 1.5\nmax_attempts = 3\n")
+    config = load_config(tmp_path / "lsm.toml")
+    assert (config.webhooks.backoff, config.webhooks.max_attempts, config.webhooks.timeout) == (1.5, 3, 10.0)
+
+    (tmp_path / "lsm.toml").write_text("[webhooks]\nbackoff = -1\n")
+    with pytest.raises(ConfigurationError, match=r"webhooks\.backoff"):
+        load_config(tmp_path / "lsm.toml")
