@@ -134,6 +134,9 @@ class DeliveryPolicy(BaseModel):
     settle: float = Field(2.0, ge=0, le=60)
     #: seconds a sender holds a claimed delivery before another may take it over
     lease: float = Field(60.0, ge=1, le=3600)
+    #: deliveries one process sends at once: the runner threads are shared with compiles and
+    #: deploys, and a receiver that hangs until the timeout must not hold all of them
+    concurrency: int = Field(2, ge=1, le=64)
 
     def delay(self, attempts: int) -> float:
         """Seconds before the next attempt, after ``attempts`` failed ones."""

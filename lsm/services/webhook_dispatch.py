@@ -115,8 +115,6 @@ class WebhookDispatcher:
         """Queue the feed items after ``hook``'s cursor; the number of deliveries queued."""
         cursor = Cursor.decode(hook["env_id"], hook["cursor"])
         items = self.events.read(cursor, limit=BATCH)
-        if len(items) >= BATCH:
-            self.wake()  # more is waiting
         settle = 0.0 if self.db.is_sqlite else self.policy.settle
         cutoff = (utc_now() - timedelta(seconds=settle)).replace(tzinfo=None)
         taken: list[FeedItem] = []
@@ -126,6 +124,8 @@ class WebhookDispatcher:
             taken.append(item)
         if not taken:
             return 0
+        if len(taken) >= BATCH:
+            self.wake()  # a full batch, all settled: more is waiting
         now = utc_now()
         wanted = [item for item in taken if matches(hook["events"], item.kind, _status(item))]
         deliveries = [_delivery(hook["env_id"], item, now) for item in wanted]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -60,7 +61,10 @@ class _Send:
         self._deadline = time.monotonic() + sender.policy.timeout * 2 + 5
 
     def run(self) -> None:
-        self.sender.send(self.claimed)
+        try:
+            self.sender.send(self.claimed)
+        finally:
+            self.sender.finished()
 
     def deadline(self) -> float | None:
         return self._deadline
@@ -88,22 +92,43 @@ class WebhookSender:
         self.owner = owner
         self.clock = clock
         self.http = httpx.Client(timeout=policy.timeout, follow_redirects=False, transport=transport)
+        self._lock = threading.Lock()
+        self._sending = 0
 
     def claim(self) -> _Send | None:
+        """One due delivery, unless ``policy.concurrency`` sends of this process are running."""
+        with self._lock:
+            if self._sending >= self.policy.concurrency:
+                return None
+            self._sending += 1
+        try:
+            claimed = self._claim()
+        except BaseException:
+            self.finished()
+            raise
+        if claimed is None:
+            self.finished()
+            return None
+        return _Send(self, claimed)
+
+    def finished(self) -> None:
+        with self._lock:
+            self._sending -= 1
+
+    def _claim(self) -> store.Claimed | None:
         now = self.clock()
         with self.db.read() as session:  # a read first: a write transaction per poll would
             due = store.claim_candidate(session.connection(), now=now)  # queue behind writers
         if due is None:
             return None
         with self.db.write() as session:
-            claimed = store.claim(
+            return store.claim(
                 session.connection(),
                 self.owner,
                 now=now,
                 lease=self.policy.lease,
                 skip_locked=not self.db.is_sqlite,
             )
-        return _Send(self, claimed) if claimed is not None else None
 
     def heartbeat(self, running: Sequence[Any]) -> None:
         ids = [w.claimed.delivery_id for w in running if isinstance(w, _Send)]
