@@ -31,6 +31,7 @@ from lsm.api import (
     inventory,
     metrics,
     tokens,
+    webhooks,
 )
 from lsm.api.access import check_declared
 from lsm.api.auth import Authenticator
@@ -58,6 +59,7 @@ ROUTERS = (
     audit.router,
     metrics.router,
     graphs.router,
+    webhooks.router,
 )
 
 

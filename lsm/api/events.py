@@ -1,12 +1,13 @@
 """``GET /api/v1/events``: server-sent events of the request's environment.
 
-Instance state changes (``event: instance_state``) and compile completions (``event:
-compile_finished``), each with the stream position as its ``id``; reconnect with
-``Last-Event-ID`` to resume right after it. The stream tails the tables (``lsm.facade.events``)
-so that changes made by other processes appear too: woken at once by changes of this process,
-it looks at the database every ``POLL_INTERVAL`` seconds otherwise, and sends a comment line
-every ``KEEPALIVE`` seconds of silence so that proxies keep the connection open. It ends when
-the client disconnects (Starlette cancels the stream); no thread is held while it waits.
+Instance state changes (``event: instance_state``), compile completions (``event:
+compile_finished``) and deploy outcomes (``event: deploy_outcome``), each with the stream
+position as its ``id``; reconnect with ``Last-Event-ID`` to resume right after it. The stream
+tails the tables (``lsm.facade.events``) so that changes made by other processes appear too:
+woken at once by changes of this process, it looks at the database every ``POLL_INTERVAL``
+seconds otherwise, and sends a comment line every ``KEEPALIVE`` seconds of silence so that
+proxies keep the connection open. It ends when the client disconnects (Starlette cancels the
+stream); no thread is held while it waits.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ async def events(
         str | None, Header(alias="Last-Event-ID", description="Resume right after this event.")
     ] = None,
 ) -> StreamingResponse:
-    """Instance changes and compile completions of the environment, from now or after ``Last-Event-ID``."""
+    """Instance changes, compile and deploy outcomes, from now or after ``Last-Event-ID``."""
     cursor = await run_in_threadpool(facades.events.start, ctx, last_event_id)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(_stream(facades.events, cursor), media_type="text/event-stream", headers=headers)

@@ -6,6 +6,7 @@ Imports nothing of the server side: it talks HTTP only, and raises ``lsm.errors`
 from lsm.client.client import DEFAULT_URL, ENVIRONMENT_HEADER, AsyncClient, Client
 from lsm.client.errors import error_from_response
 from lsm.client.retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
+from lsm.client.webhooks import verify_signature
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -16,4 +17,5 @@ __all__ = [
     "Client",
     "RetryPolicy",
     "error_from_response",
+    "verify_signature",
 ]

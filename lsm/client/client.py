@@ -25,7 +25,8 @@ from lsm.client.credentials import resolve_token
 from lsm.client.errors import error_from_response
 from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
 from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
-from lsm.client.routes import JsonList, JsonObject, Request, Routes
+from lsm.client.routes import JsonList, JsonObject, Request
+from lsm.client.webhooks import WebhookRoutes
 
 DEFAULT_URL = "http://127.0.0.1:8888"
 ENVIRONMENT_HEADER = "X-LSM-Environment"
@@ -55,7 +56,7 @@ def _answer(response: httpx.Response) -> Any:
     return response.json()
 
 
-class Client(Routes[JsonObject, JsonList]):
+class Client(WebhookRoutes[JsonObject, JsonList]):
     """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
     WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable); ``token``
     is sent as ``Authorization: Bearer``, found by ``lsm.client.credentials.resolve_token``
@@ -112,7 +113,7 @@ class Client(Routes[JsonObject, JsonList]):
         self.close()
 
 
-class AsyncClient(Routes[Awaitable[JsonObject], Awaitable[JsonList]]):
+class AsyncClient(WebhookRoutes[Awaitable[JsonObject], Awaitable[JsonList]]):
     """The asynchronous client: every method returns an awaitable of what ``Client``'s returns."""
 
     def __init__(

@@ -26,6 +26,7 @@ from lsm.facade.graphs import GraphsFacade
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
+from lsm.facade.webhooks import WebhooksFacade
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Facades:
     audit: AuditFacade
     metrics: MetricsFacade
     graphs: GraphsFacade
+    webhooks: WebhooksFacade
 
     @classmethod
     def over(
@@ -52,27 +54,31 @@ class Facades:
         *,
         wake_agents: Callable[[str], None] | None = None,
         state_dir: Path | None = None,
+        wake_webhooks: Callable[[], None] = lambda: None,
     ) -> Facades:
         """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
-        ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``)."""
+        ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
+        ``wake_webhooks()``: the webhook dispatcher of this process looks now."""
         deploy = (
             DeployFacade(core, state_dir=state_dir)
             if wake_agents is None
             else DeployFacade(core, wake=wake_agents, state_dir=state_dir)
         )
+        events = EventsFacade(core)
         return cls(
             environments=EnvironmentsFacade(core),
             catalog=CatalogFacade(core),
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core),
-            events=EventsFacade(core),
+            events=events,
             deploy=deploy,
             discovery=DiscoveryFacade(core),
             tokens=TokensFacade(core),
             audit=AuditFacade(core),
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
+            webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
         )
 
 
@@ -98,5 +104,6 @@ __all__ = [
     "Principal",
     "RequestContext",
     "TokensFacade",
+    "WebhooksFacade",
     "new_request_id",
 ]

@@ -1,6 +1,7 @@
-"""The change feed of an environment: instance state changes and compile completions, by cursor.
+"""The change feed of an environment: instance state changes, compile completions and deploy
+outcomes, by cursor.
 
-Why a cursor that holds both positions: ``GET /api/v1/events`` sends each event with the
+Why a cursor that holds every position: ``GET /api/v1/events`` sends each event with the
 stream's position after it (``Cursor.encode``); a client that reconnects with it as
 ``Last-Event-ID`` resumes right after that event, with nothing missed and nothing repeated.
 The reads are ``lsm.inventory.feed``; this module turns rows into ``lsm.schemas.events``.
@@ -8,9 +9,12 @@ The reads are ``lsm.inventory.feed``; this module turns rows into ``lsm.schemas.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -19,7 +23,14 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.signal import Listener
 from lsm.inventory import feed
-from lsm.schemas.events import COMPILE_FINISHED, INSTANCE_STATE, CompileFinishedEvent, InstanceStateEvent
+from lsm.schemas.events import (
+    COMPILE_FINISHED,
+    DEPLOY_OUTCOME,
+    INSTANCE_STATE,
+    CompileFinishedEvent,
+    DeployOutcomeEvent,
+    InstanceStateEvent,
+)
 from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT
 
 #: the most rows of each kind one read returns
@@ -28,27 +39,44 @@ READ_LIMIT = 500
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where a stream stands: the last event-log id sent, the last finished compile sent."""
+    """Where a stream stands: the last event-log id sent, the last finished compile sent, the
+    last action-log id looked at (``None``: not known yet, the present; see ``decode``)."""
 
     env_id: str
     event_id: int = 0
     compile_at: datetime | None = None
     compile_id: str = ""
+    action_id: int | None = 0
 
     def encode(self) -> str:
-        """The SSE ``id``: ``<event id>/<compile finished_at ISO>/<compile id>``."""
+        """The SSE ``id``: ``<event id>/<compile finished_at ISO>/<compile id>/<action id>``."""
         at = self.compile_at.isoformat() if self.compile_at is not None else ""
-        return f"{self.event_id}/{at}/{self.compile_id}"
+        actions = "" if self.action_id is None else str(self.action_id)
+        return f"{self.event_id}/{at}/{self.compile_id}/{actions}"
 
     @classmethod
     def decode(cls, env_id: str, text: str) -> Cursor:
-        """The cursor a ``Last-Event-ID`` names (422 when it is not one of ours)."""
+        """The cursor a ``Last-Event-ID`` names (422 when it is not one of ours).
+
+        A three-part id was written before deploy outcomes were on the stream: it resumes the
+        instance and compile positions, and deploy outcomes from the present (``action_id``
+        ``None``) rather than replaying the whole action log.
+        """
         try:
-            event_id, at, compile_id = text.split("/")
+            parts = text.split("/")
+            if len(parts) == 3:
+                parts.append("")
+            event_id, at, compile_id, action = parts
             position = int(event_id)
-            if not 0 <= position <= MAX_INT or len(compile_id) > MAX_ID_LENGTH:
+            action_id = int(action) if action else None
+            if (
+                not 0 <= position <= MAX_INT
+                or not 0 <= (action_id or 0) <= MAX_INT
+                or len(compile_id) > MAX_ID_LENGTH
+            ):
                 raise ValueError(text)  # no row of ours has it: a database would refuse the number
-            return cls(env_id, position, datetime.fromisoformat(at) if at else None, compile_id)
+            finished = datetime.fromisoformat(at) if at else None
+            return cls(env_id, position, finished, compile_id, action_id)
         except ValueError:
             raise InvalidInput(
                 "Last-Event-ID is not a position of this stream", field="Last-Event-ID", value=text[:100]
@@ -62,6 +90,8 @@ class FeedItem:
     kind: str
     data: BaseModel
     cursor: Cursor
+    #: when it happened (naive UTC): webhooks leave the newest items for a later look
+    at: datetime | None = None
 
 
 class EventsFacade:
@@ -78,19 +108,39 @@ class EventsFacade:
         """The position after ``last_event_id``, or the present (only what happens from now on)."""
         env_id = self.core.environments.context(ctx.environment).env_id
         if last_event_id:
-            return Cursor.decode(env_id, last_event_id)
+            return self.settled(Cursor.decode(env_id, last_event_id))
+        return self.present(env_id)
+
+    def present(self, env_id: str) -> Cursor:
+        """The position of the newest row of every kind: only what happens from now on."""
         with self.core.db.read() as session:
             event_id = feed.last_event_id(session, env_id)
             last = feed.last_finished_compile(session, env_id)
-        return Cursor(env_id, event_id, *(last or (None, "")))
+            action_id = feed.last_action_id(session, env_id)
+        at, compile_id = last or (None, "")
+        return Cursor(env_id, event_id, at, compile_id, action_id)
+
+    def settled(self, cursor: Cursor) -> Cursor:
+        """``cursor`` with an unknown action position (an old ``Last-Event-ID``) set to the present."""
+        if cursor.action_id is not None:
+            return cursor
+        with self.core.db.read() as session:
+            return replace(cursor, action_id=feed.last_action_id(session, cursor.env_id))
 
     def read(self, cursor: Cursor, limit: int = READ_LIMIT) -> list[FeedItem]:
-        """What happened after ``cursor``, oldest first: instance changes and compiles, by time."""
+        """What happened after ``cursor``, oldest first by time.
+
+        Each kind comes in the order of its own position (ids, ``(finished_at, id)``) and the
+        kinds are merged by time, so the cursor of every kind only moves forward.
+        """
+        cursor = self.settled(cursor)
+        assert cursor.action_id is not None
         with self.core.db.read() as session:
             events = feed.events_after(session, cursor.env_id, cursor.event_id, limit)
             after = (cursor.compile_at, cursor.compile_id) if cursor.compile_at is not None else None
             compiles = feed.compiles_finished_after(session, cursor.env_id, after, limit)
-        pending: list[tuple[datetime, int, BaseModel, int | None, tuple[datetime, str] | None]] = []
+            actions = feed.actions_after(session, cursor.env_id, cursor.action_id, limit)
+        state_items: list[_Pending] = []
         for event, entity in events:
             assert event.id is not None
             data = InstanceStateEvent(
@@ -106,7 +156,10 @@ class EventsFacade:
                 request_id=event.request_id,
                 time=event.created_at,
             )
-            pending.append((_naive(event.created_at), 0, data, event.id, None))
+            state_items.append(
+                _Pending(_naive(event.created_at), 0, INSTANCE_STATE, data, {"event_id": event.id})
+            )
+        compile_items: list[_Pending] = []
         for row in compiles:
             assert row.finished_at is not None
             done = CompileFinishedEvent(
@@ -117,17 +170,51 @@ class EventsFacade:
                 merged_into=row.merged_into,
                 time=row.finished_at,
             )
-            pending.append((_naive(row.finished_at), 1, done, None, (row.finished_at, row.id)))
-        pending.sort(key=lambda item: (item[0], item[1]))
+            position = {"compile_at": row.finished_at, "compile_id": row.id}
+            compile_items.append(_Pending(_naive(row.finished_at), 1, COMPILE_FINISHED, done, position))
+        action_items = [_outcome(row) for row in actions]
         out = []
-        for _, _, payload, event_id, compile_at in pending:
-            if event_id is not None:
-                cursor = replace(cursor, event_id=event_id)
-                out.append(FeedItem(INSTANCE_STATE, payload, cursor))
-            elif compile_at is not None:
-                cursor = replace(cursor, compile_at=compile_at[0], compile_id=compile_at[1])
-                out.append(FeedItem(COMPILE_FINISHED, payload, cursor))
+        for item in _merged(state_items, compile_items, action_items):
+            cursor = replace(cursor, **item.position)
+            out.append(FeedItem(item.kind, item.data, cursor, item.time))
         return out
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A row turned into an event, with its time, its kind's rank, and the cursor fields it sets."""
+
+    time: datetime
+    rank: int
+    kind: str
+    data: BaseModel
+    position: dict[str, Any]
+
+
+def _merged(*kinds: list[_Pending]) -> Iterator[_Pending]:
+    """The kinds merged by time (ties: instance changes, compiles, deploys), each kept in order."""
+    return heapq.merge(*kinds, key=lambda item: (item.time, item.rank))
+
+
+def _outcome(values: Mapping[str, Any]) -> _Pending:
+    """A deploy outcome from an action-log row; its time is when the run ended."""
+    ended = values["started_at"] + timedelta(milliseconds=values["duration_ms"] or 0.0)
+    errors = [m.get("message") for m in values["messages"] or [] if m.get("level") == "error"]
+    data = DeployOutcomeEvent(
+        action_id=values["id"],
+        resource_id=values["resource_id"],
+        version=values["version"],
+        action=values["action"],
+        status=values["status"],
+        agent=values["agent"],
+        error=str(errors[-1]) if errors else None,
+        time=_aware(ended),
+    )
+    return _Pending(_naive(ended), 2, DEPLOY_OUTCOME, data, {"action_id": values["id"]})
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _naive(at: datetime) -> datetime:

@@ -132,6 +132,8 @@ lsm_resource_action = Table(
     Column("dry_run", Boolean, nullable=False, server_default=text("false")),
     # "the action log of a resource, newest first"
     Index("ix_lsm_resource_action_resource", "resource_id", "env_id", "id"),
+    # "the lines of an environment after id N" (deploy outcomes on the event feed; migration 0009)
+    Index("ix_lsm_resource_action_env", "env_id", "id"),
 )
 
 lsm_deploy_head = Table(

@@ -1,23 +1,29 @@
-"""Tailing the event log and the finished compiles by a cursor: the source of ``/api/v1/events``.
+"""Tailing the event log, finished compiles and deploy outcomes by a cursor (``/api/v1/events``).
 
 Why a cursor over the tables and not an in-process queue: a compile finished by an ``lsm
 worker`` in another process, or a change served by another API process, must reach every
 stream. The tables are the one place every process writes; each stream remembers where it
-stands (the last event-log id, the last ``(finished_at, id)`` of a finished compile) and reads
-what came after it, so a client that reconnects with that position misses nothing and sees
-nothing twice.
+stands (the last event-log id, the last ``(finished_at, id)`` of a finished compile, the last
+action-log id) and reads what came after it, so a client that reconnects with that position
+misses nothing and sees nothing twice.
 
 Known limit: finished compiles are ordered by ``finished_at``, written by the worker's clock;
 workers on machines whose clocks disagree by more than a compile's duration may have a
-completion ordered before a position a stream already passed.
+completion ordered before a position a stream already passed. And on PostgreSQL, ids are
+handed out before commit: a transaction that commits after a later id was read is skipped by
+a reader that already passed it (``lsm.services.webhook_dispatch`` reads behind a settle window
+for that reason).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
+from sqlalchemy import select as core_select
 from sqlmodel import Session, col, func, or_, select
 
+from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
 
 
@@ -66,3 +72,35 @@ def compiles_finished_after(
         )
     query = query.order_by(col(CompileRow.finished_at), col(CompileRow.id)).limit(limit)
     return list(session.exec(query))
+
+
+#: action-log statuses that are deploy outcomes (``pending``/``deploying`` never are)
+OUTCOME_STATUSES = ("deployed", "failed", "skipped")
+
+
+def last_action_id(session: Session, env_id: str) -> int:
+    """The newest action-log id of the environment (0 when there is none); ``ix_lsm_resource_action_env``."""
+    t = lsm_resource_action
+    found = session.connection().execute(core_select(func.max(t.c.id)).where(t.c.env_id == env_id)).scalar()
+    return int(found or 0)
+
+
+def actions_after(session: Session, env_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+    """Deploy outcomes (not dry runs) logged after action id ``after``, oldest first.
+
+    A keyed range read of ``ix_lsm_resource_action_env`` (env, id): the cost is the lines read,
+    never the size of the log.
+    """
+    t = lsm_resource_action
+    query = (
+        core_select(t)
+        .where(
+            t.c.env_id == env_id,
+            t.c.id > after,
+            t.c.dry_run.is_(False),
+            t.c.status.in_(OUTCOME_STATUSES),
+        )
+        .order_by(t.c.id)
+        .limit(limit)
+    )
+    return [dict(row) for row in session.connection().execute(query).mappings()]

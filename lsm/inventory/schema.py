@@ -35,6 +35,7 @@ from lsm.inventory import (  # noqa: F401  (registers the tables)
     idempotency,
     metric_counters,
     tables,
+    webhook_tables,
 )
 
 #: the revision a database made by release 0.1.0 is at

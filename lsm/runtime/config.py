@@ -32,6 +32,7 @@ from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
 from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
+from lsm.schemas.webhooks import DeliveryPolicy
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",
@@ -92,6 +93,10 @@ class ServerConfig(BaseModel):
     deploy_timeout: float | None = Field(None, gt=0)
     #: the directory handlers may write under (default: ``lsm-state`` beside the SQLite file, or in cwd)
     state_dir: str | None = None
+    #: webhook deliveries: timeout, back-off, give-up limits, feed poll (``[webhooks]``)
+    webhooks: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
+    #: dispatch and send webhook deliveries in this process's service loop (server and worker)
+    webhooks_enabled: bool = True
 
     def model_choices(self) -> ModelChoices:
         """What the API may give an environment: the named models, the server's, the model dirs."""

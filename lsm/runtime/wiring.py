@@ -30,7 +30,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -41,7 +41,7 @@ from lsm.api import create_app
 from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
 from lsm.deploy.agent import AgentService
 from lsm.desired_state import DesiredStateStore
-from lsm.facade import ChangeSignal, Core, Facades
+from lsm.facade import ChangeSignal, Core, EventsFacade, Facades
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import notify_work
 from lsm.inventory.database import Database, normalize_url
@@ -49,11 +49,13 @@ from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.environments import Environments
-from lsm.services import ServiceLoop
+from lsm.services import ServiceLoop, WorkSource
 from lsm.services.leases import Lease, process_identity
 from lsm.services.scheduler import Scheduler
 from lsm.services.singleton import hold_sqlite_worker
 from lsm.services.wakeup import Listener
+from lsm.services.webhook_dispatch import WebhookDispatcher
+from lsm.services.webhook_send import WebhookSender
 
 
 class CompileProcessing(Protocol):
@@ -90,8 +92,10 @@ class WorkerProcessing:
         *,
         role: str,
         agent: AgentService | None = None,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.db = db
+        self.webhooks = webhooks
         self.runner = runner
         self.compiles = compiles
         self.scheduler = scheduler
@@ -114,6 +118,8 @@ class WorkerProcessing:
         self.scheduler.shutdown()
         if self.agent is not None:
             self.agent.stop()
+        if self.webhooks is not None:
+            self.webhooks.sender.close()
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -138,13 +144,15 @@ def build_compile_processing(
     *,
     on_finished: Callable[[str], None] = lambda _env_id: None,
     agent: AgentService | None = None,
+    webhooks: Webhooks | None = None,
 ) -> WorkerProcessing:
     """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
     they are built.
 
     ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
     event stream of this process hear of it at once instead of at their next poll). ``agent``:
-    a deploy agent run by the same loop (woken when a compile finished).
+    a deploy agent run by the same loop (woken when a compile finished); ``webhooks``: the
+    webhook dispatcher and sender, two more sources of the same loop.
     """
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
@@ -169,10 +177,12 @@ def build_compile_processing(
 
     scheduler = Scheduler(db, schedules)
     keepalives: list[Callable[[], None]] = [scheduler.keepalive]
-    sources: list[CompileService | Scheduler | AgentService] = [compiles, scheduler]
+    sources: list[WorkSource] = [compiles, scheduler]
     if agent is not None:
         sources.append(agent)
         keepalives.append(agent.keepalive)
+    if webhooks is not None:
+        sources.extend(webhooks.sources)
     loop = ServiceLoop(
         sources,
         threads=config.worker_threads,
@@ -181,12 +191,37 @@ def build_compile_processing(
         heartbeat_interval=min(5.0, config.lease_ttl / 3),
         name=config.role,
     )
-    processing = WorkerProcessing(db, runner, compiles, scheduler, loop, role=config.role, agent=agent)
+    processing = WorkerProcessing(
+        db, runner, compiles, scheduler, loop, role=config.role, agent=agent, webhooks=webhooks
+    )
     keepalives.append(processing.keep_lease)
     if agent is not None:
         agent.wake = loop.wake
         compiles.listeners.append(loop.wake)
     return processing
+
+
+@dataclasses.dataclass(frozen=True)
+class Webhooks:
+    """The webhook dispatcher and sender of a process (``lsm.services.webhook_*``)."""
+
+    dispatcher: WebhookDispatcher
+    sender: WebhookSender
+
+    @property
+    def sources(self) -> Sequence[WorkSource]:
+        return (self.dispatcher, self.sender)
+
+
+def build_webhooks(core: Core, config: ServerConfig) -> Webhooks | None:
+    """The webhook dispatcher and sender of this process: the one place they are built."""
+    if not config.webhooks_enabled:
+        return None
+    owner, _ = process_identity(f"{config.role}-webhooks")
+    return Webhooks(
+        dispatcher=WebhookDispatcher(core.db, EventsFacade(core), config.webhooks),
+        sender=WebhookSender(core.db, config.webhooks, owner),
+    )
 
 
 def _notify_deploy(db: Database, env_id: str) -> None:
@@ -358,7 +393,13 @@ class ApiRuntime(_Runtime):
         owns_db: bool,
     ) -> None:
         super().__init__(config, core, environments, processing, owns_db=owns_db)
-        self.facades = Facades.over(core, wake_agents=processing.wake, state_dir=state_dir_of(config))
+        hooks = processing.webhooks
+        self.facades = Facades.over(
+            core,
+            wake_agents=processing.wake,
+            state_dir=state_dir_of(config),
+            wake_webhooks=(lambda: _wake_webhooks(hooks, processing)) if hooks is not None else lambda: None,
+        )
         self.app: FastAPI = create_app(
             self.facades,
             is_ready=lambda: self.ready,
@@ -369,6 +410,11 @@ class ApiRuntime(_Runtime):
     def start(self) -> None:
         """Ready to serve; the embedded compile processing runs when ``config.embedded_worker``."""
         self._start(processing=self.config.embedded_worker)
+
+
+def _wake_webhooks(hooks: Webhooks, processing: WorkerProcessing) -> None:
+    hooks.dispatcher.wake()
+    processing.wake()
 
 
 class WorkerRuntime(_Runtime):
@@ -395,6 +441,7 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
         config,
         on_finished=core.changes.notify,
         agent=agent,
+        webhooks=build_webhooks(core, config),
     )
     core = dataclasses.replace(core, explain=processing.runner.explain)
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
@@ -404,7 +451,13 @@ def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerR
     """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback poll)."""
     core, environments = build_core(config, db)
     processing = build_compile_processing(
-        core.db, environments, core.orchestrator, core.store, config, on_finished=core.changes.notify
+        core.db,
+        environments,
+        core.orchestrator,
+        core.store,
+        config,
+        on_finished=core.changes.notify,
+        webhooks=build_webhooks(core, config),
     )
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
 

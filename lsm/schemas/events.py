@@ -1,6 +1,6 @@
 """The server-sent events of ``GET /api/v1/events``.
 
-Two kinds, each sent as ``event: <kind>`` with a JSON ``data`` line and an ``id`` that is the
+Three kinds, each sent as ``event: <kind>`` with a JSON ``data`` line and an ``id`` that is the
 stream's position: give it back as ``Last-Event-ID`` to resume right after that event.
 """
 
@@ -13,6 +13,9 @@ from pydantic import BaseModel
 
 INSTANCE_STATE = "instance_state"
 COMPILE_FINISHED = "compile_finished"
+DEPLOY_OUTCOME = "deploy_outcome"
+#: every kind the stream (and a webhook) carries
+EVENT_KINDS = (INSTANCE_STATE, COMPILE_FINISHED, DEPLOY_OUTCOME)
 
 
 class InstanceStateEvent(BaseModel):
@@ -42,9 +45,25 @@ class CompileFinishedEvent(BaseModel):
     time: datetime
 
 
+class DeployOutcomeEvent(BaseModel):
+    """A resource's deploy ended ``deployed``, ``failed`` or ``skipped`` (one line of its action log).
+
+    ``error``: the last error message of the run, when there is one. Dry runs are not outcomes.
+    """
+
+    action_id: int
+    resource_id: str
+    version: int
+    action: str
+    status: str
+    agent: str
+    error: str | None
+    time: datetime
+
+
 class ServerEvent(BaseModel):
     """One event as the client reads it from the stream."""
 
     id: str | None
-    event: Literal["instance_state", "compile_finished"] | str
+    event: Literal["instance_state", "compile_finished", "deploy_outcome"] | str
     data: dict[str, Any]

@@ -75,6 +75,12 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("DELETE", "/api/v1/tokens/{token_id}"): (A, GLOBAL),
     ("GET", "/api/v1/audit"): (A, SOME),
     ("GET", "/metrics"): (V, GLOBAL),
+    ("POST", "/api/v1/webhooks"): (A, ENV),
+    ("GET", "/api/v1/webhooks"): (OP, ENV),
+    ("GET", "/api/v1/webhooks/{webhook_id}"): (OP, ENV),
+    ("DELETE", "/api/v1/webhooks/{webhook_id}"): (A, ENV),
+    ("POST", "/api/v1/webhooks/{webhook_id}/test"): (A, ENV),
+    ("GET", "/api/v1/webhooks/{webhook_id}/deliveries"): (OP, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything
@@ -145,6 +151,7 @@ def _fill(path: str, secured: Secured) -> str:
         "{key}": "recompile_backoff",
         "{token_id}": secured.ids["spare"],
         "{resource_id}": "std::File[h1,path=/etc/motd]",
+        "{webhook_id}": "00000000-0000-0000-0000-000000000000",
     }
     for placeholder, value in values.items():
         path = path.replace(placeholder, value)
@@ -171,6 +178,7 @@ BODIES: dict[tuple[str, str], Any] = {
         "discovered_ids": ["std::File[h,path=/x]"]
     },
     ("POST", "/api/v1/tokens"): lambda n: {"name": f"made-{n}", "roles": {"default": "viewer"}},
+    ("POST", "/api/v1/webhooks"): lambda n: {"url": f"http://127.0.0.1:9/hook-{n}"},
 }
 QUERIES: dict[tuple[str, str], dict[str, Any]] = {
     ("DELETE", "/lsm/v1/service_inventory/{entity}/{ref}"): {"current_version": 1},

@@ -207,3 +207,21 @@ def test_upgrading_from_0008_adds_the_metric_counters_starting_at_zero(blank: Da
         metric_counters.count_compile(conn, "env-1", "full", "success", {"total": 0.25})
         rows = conn.execute(text("SELECT count, seconds FROM lsm_metric_compile_stage")).all()
     assert [tuple(r) for r in rows] == [(2, 0.75)]
+def test_upgrading_from_0008_adds_the_webhook_tables_and_the_action_feed_index(blank: Database) -> None:
+    """A database at 0008 (before webhooks) gets the webhook tables and ``ix_lsm_resource_action_env``."""
+    from alembic import command
+
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:  # back to 0008, before webhooks
+        config = schema._config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0008")
+        assert "lsm_webhook" not in inspect(conn).get_table_names()
+        indexes = {i["name"] for i in inspect(conn).get_indexes("lsm_resource_action")}
+        assert "ix_lsm_resource_action_env" not in indexes
+    blank.create_schema()
+    assert _differences(blank) == []
+    with blank.write_engine.connect() as conn:
+        assert {"lsm_webhook", "lsm_webhook_delivery", "lsm_webhook_attempt"} <= set(
+            inspect(conn).get_table_names()
+        )

@@ -1,7 +1,7 @@
 """Counters for ``/metrics``: compiles per kind and outcome, time per compile stage, deploy actions.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 
 See ``lsm.inventory.metric_counters``. The counters start at zero with this release: the
 compile history and the action log are not replayed into them (on a large database that would
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

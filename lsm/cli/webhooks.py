@@ -1,0 +1,132 @@
+"""``lsm webhook add|list|show|rm|ping|deliveries``: webhooks of an environment, from the CLI.
+
+Registering, removing and pinging need the admin role; listing and the delivery log, operator.
+The secret is printed once, by ``add``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from lsm.cli import DEFAULT_URL, AsJson, Environment, Url, _cell, _print_kv, _table, app, call, out
+
+webhook_app = typer.Typer(
+    help="Webhooks: signed callbacks of the environment's events.", no_args_is_help=True
+)
+app.add_typer(webhook_app, name="webhook")
+
+WebhookId = Annotated[str, typer.Argument(help="The webhook's id (lsm webhook list).")]
+
+
+def _show_created(hook: dict[str, Any]) -> None:
+    _print_kv({k: v for k, v in hook.items() if k != "secret"}, "webhook")
+    out.print(f"secret (shown once; verify X-LSM-Signature with it): [bold]{escape(hook['secret'])}[/]")
+
+
+@webhook_app.command("add")
+def webhook_add(
+    url_to_call: Annotated[str, typer.Argument(metavar="URL", help="http(s) URL that receives the POSTs.")],
+    event: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--event",
+            help="instance_state, compile_finished, deploy_outcome or deploy_failed (repeat; "
+            "default: instance_state, compile_finished, deploy_failed).",
+        ),
+    ] = None,
+    secret: Annotated[str | None, typer.Option("--secret", help="The HMAC key (default: generated).")] = None,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Register a receiver for the events from now on; prints its secret once."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.create_webhook(url_to_call, events=event or None, secret=secret),
+        _show_created,
+    )
+
+
+@webhook_app.command("list")
+def webhook_list(url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False) -> None:
+    """The environment's webhooks (never a secret)."""
+
+    def show(items: list[dict[str, Any]]) -> None:
+        table = _table("webhooks", ("id", "url", "events", "created", "by"))
+        for h in items:
+            table.add_row(
+                h["id"], escape(h["url"]), _cell(h["events"]), _cell(h["created_at"]), _cell(h["created_by"])
+            )
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.webhooks(), show)
+
+
+@webhook_app.command("show")
+def webhook_show(
+    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
+) -> None:
+    """One webhook."""
+    call(url, environment, as_json, lambda c: c.webhook(webhook_id), lambda h: _print_kv(h, "webhook"))
+
+
+@webhook_app.command("rm")
+def webhook_rm(
+    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
+) -> None:
+    """Remove a webhook: its pending deliveries are cancelled; its log stays readable."""
+    call(url, environment, as_json, lambda c: c.delete_webhook(webhook_id), lambda h: _print_kv(h, "removed"))
+
+
+@webhook_app.command("ping")
+def webhook_ping(
+    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
+) -> None:
+    """Queue a signed ping delivery (then see it with lsm webhook deliveries)."""
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.ping_webhook(webhook_id),
+        lambda d: out.print(f"queued ping delivery {d['id']}"),
+    )
+
+
+@webhook_app.command("deliveries")
+def webhook_deliveries(
+    webhook_id: WebhookId,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """The webhook's deliveries, newest first: status, attempts, last answer."""
+
+    def show(items: list[dict[str, Any]]) -> None:
+        table = _table("deliveries", ("id", "event", "status", "attempts", "last", "created", "next"))
+        for d in items:
+            last = d["last_status_code"] if d["last_status_code"] is not None else d["last_error"]
+            table.add_row(
+                d["id"],
+                d["event"],
+                d["status"],
+                str(d["attempts"]),
+                _cell(last),
+                _cell(d["created_at"]),
+                _cell(d["next_attempt_at"]),
+            )
+        out.print(table)
+
+    call(
+        url,
+        environment,
+        as_json,
+        lambda c: c.webhook_deliveries(webhook_id, limit=limit, offset=offset),
+        show,
+    )

@@ -1,0 +1,191 @@
+"""The webhook sender: claims due deliveries, POSTs them signed, retries with back-off.
+
+Why a leased claim per delivery (``lsm.inventory.webhooks.claim``): several runner threads,
+and on PostgreSQL several processes, send at once; each delivery is held by one sender at a
+time, and one whose sender died is due again once the lease ran out. A delivery is at least
+once: a sender that dies after the receiver answered but before it recorded the answer sends
+it again, so receivers de-duplicate by ``X-LSM-Delivery`` (the same id at every retry).
+
+Outcome of an attempt: a 2xx answer is ``delivered``. Anything else (another status, a
+refused connection, a timeout) is retried after ``policy.delay(attempts)`` seconds, until
+``policy.max_attempts`` attempts or ``policy.max_age`` seconds, then the delivery is
+``failed``. Every attempt is logged with its status code or error (``lsm_webhook_attempt``).
+Redirects are not followed: a receiver answers where it was registered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from lsm.inventory import webhooks as store
+from lsm.inventory.database import Database
+from lsm.schemas.webhooks import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    DeliveryPolicy,
+    signature,
+)
+
+log = logging.getLogger(__name__)
+
+#: the most characters of an error (or of a refusing receiver's answer) kept per attempt
+ERROR_CHARS = 500
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def body_of(payload: dict[str, Any]) -> bytes:
+    """The exact bytes sent (and signed): compact, keys sorted, the same at every retry."""
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+
+
+class _Send:
+    """One claimed delivery: the sender's unit of work."""
+
+    def __init__(self, sender: WebhookSender, claimed: store.Claimed) -> None:
+        self.sender = sender
+        self.claimed = claimed
+        self.label = f"webhook delivery {claimed.delivery_id}"
+        self._deadline = time.monotonic() + sender.policy.timeout * 2 + 5
+
+    def run(self) -> None:
+        try:
+            self.sender.send(self.claimed)
+        finally:
+            self.sender.finished()
+
+    def deadline(self) -> float | None:
+        return self._deadline
+
+    def expire(self) -> None:
+        return None  # its lease runs out: another sender takes it
+
+
+class WebhookSender:
+    """A ``WorkSource`` of the service loop: one due delivery per claim."""
+
+    name = "webhook-sender"
+
+    def __init__(
+        self,
+        db: Database,
+        policy: DeliveryPolicy,
+        owner: str,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.db = db
+        self.policy = policy
+        self.owner = owner
+        self.clock = clock
+        self.http = httpx.Client(timeout=policy.timeout, follow_redirects=False, transport=transport)
+        self._lock = threading.Lock()
+        self._sending = 0
+
+    def claim(self) -> _Send | None:
+        """One due delivery, unless ``policy.concurrency`` sends of this process are running."""
+        with self._lock:
+            if self._sending >= self.policy.concurrency:
+                return None
+            self._sending += 1
+        try:
+            claimed = self._claim()
+        except BaseException:
+            self.finished()
+            raise
+        if claimed is None:
+            self.finished()
+            return None
+        return _Send(self, claimed)
+
+    def finished(self) -> None:
+        with self._lock:
+            self._sending -= 1
+
+    def _claim(self) -> store.Claimed | None:
+        now = self.clock()
+        with self.db.read() as session:  # a read first: a write transaction per poll would
+            due = store.claim_candidate(session.connection(), now=now)  # queue behind writers
+        if due is None:
+            return None
+        with self.db.write() as session:
+            return store.claim(
+                session.connection(),
+                self.owner,
+                now=now,
+                lease=self.policy.lease,
+                skip_locked=not self.db.is_sqlite,
+            )
+
+    def heartbeat(self, running: Sequence[Any]) -> None:
+        ids = [w.claimed.delivery_id for w in running if isinstance(w, _Send)]
+        with self.db.write() as session:
+            store.extend(session.connection(), ids, self.owner, now=self.clock(), lease=self.policy.lease)
+
+    def release(self, running: Sequence[Any]) -> None:
+        ids = [w.claimed.delivery_id for w in running if isinstance(w, _Send)]
+        with self.db.write() as session:
+            store.give_back(session.connection(), ids, self.owner, now=self.clock())
+
+    def close(self) -> None:
+        self.http.close()
+
+    def send(self, claimed: store.Claimed) -> store.Outcome:
+        """POST ``claimed`` once and record the outcome (never raises for the receiver's errors)."""
+        body = body_of(claimed.payload)
+        sent_at = self.clock()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "lsm-engine-webhooks",
+            SIGNATURE_HEADER: signature(claimed.secret, body),
+            DELIVERY_HEADER: claimed.delivery_id,
+            EVENT_HEADER: claimed.event_kind,
+            TIMESTAMP_HEADER: sent_at.isoformat(),
+        }
+        started = time.monotonic()
+        status_code: int | None = None
+        error: str | None = None
+        try:
+            response = self.http.post(claimed.url, content=body, headers=headers)
+            status_code = response.status_code
+            if not 200 <= status_code < 300:
+                error = f"HTTP {status_code}: {response.text[:ERROR_CHARS]}"
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+        duration_ms = (time.monotonic() - started) * 1000
+        outcome = self.outcome(claimed, status_code, error, duration_ms)
+        with self.db.write() as session:
+            recorded = store.record(
+                session.connection(), claimed.delivery_id, self.owner, outcome, now=self.clock()
+            )
+        if not recorded:
+            log.warning("%s: its lease was taken over; the outcome was not recorded", claimed.delivery_id)
+        return outcome
+
+    def outcome(
+        self, claimed: store.Claimed, status_code: int | None, error: str | None, duration_ms: float
+    ) -> store.Outcome:
+        """Delivered on 2xx; else a retry after the back-off, or ``failed`` past the limits."""
+        now = self.clock()
+        if error is None:
+            return store.Outcome("delivered", status_code, None, duration_ms, now)
+        attempts = claimed.attempts + 1
+        retry_at = now + timedelta(seconds=self.policy.delay(attempts))
+        too_old = retry_at - claimed.created_at > timedelta(seconds=self.policy.max_age)
+        status = "failed" if attempts >= self.policy.max_attempts or too_old else "pending"
+        return store.Outcome(
+            status, status_code, error, duration_ms, retry_at if status == "pending" else now
+        )
