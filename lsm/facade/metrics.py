@@ -107,8 +107,7 @@ class SnapshotCollector(Collector):
             resources.add_metric([self.env(env_id), status], count)
         yield resources
         yield from self._deploy()
-        if found.webhooks is not None:
-            yield from self._webhooks(found.webhooks)
+        yield from self._webhooks(found.webhooks)
 
     def _queue(self) -> Iterator[Metric]:
         found = self.found

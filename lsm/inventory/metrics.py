@@ -20,8 +20,8 @@ What a scrape costs as the inventory grows (it must stay cheap at 100k instances
   ``python -m benchmarks metrics``);
 * desired-state heads, leases and environments: one small row each.
 
-The webhook deliveries table belongs to the webhooks feature; when it does not exist (a
-database of a release without webhooks) its gauges are left out, not an error.
+Webhook deliveries that gave up are counted through the partial index
+``ix_lsm_webhook_delivery_failed``, the retrying ones through the sender's index of pending rows.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Connection, MetaData, Table, func, inspect, select, text
+from sqlalchemy import Connection, func, select, text
 
 from lsm.inventory.batches import utc
 from lsm.inventory.deploy_tables import lsm_resource_state
@@ -40,14 +40,12 @@ from lsm.inventory.metric_counters import (
     lsm_metric_deploy_action,
 )
 from lsm.inventory.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseRow
+from lsm.inventory.webhook_tables import FAILED_SQL, PENDING_SQL
+from lsm.inventory.webhook_tables import lsm_webhook_delivery as delivery_t
 
 #: lease names of deploy agents (``agent:<env_id>:<name>``) and of agent processes
 AGENT_LEASE_PREFIX = "agent:"
 AGENT_PROCESS_PREFIX = "agent-process:"
-#: the webhooks feature's table and the status of a delivery that gave up
-WEBHOOK_DELIVERY_TABLE = "lsm_webhook_delivery"
-WEBHOOK_FAILED_SQL = "status = 'failed'"
-WEBHOOK_PENDING_SQL = "status = 'pending'"
 #: the condition of ``ix_lsm_compile_active`` (``lsm.inventory.tables.CompileRow``)
 ACTIVE_SQL = "status IN ('queued', 'running')"
 
@@ -85,8 +83,7 @@ class Snapshot:
     compiles: list[tuple[str, str, str, int]] = field(default_factory=list)
     stages: list[tuple[str, str, str, int, float]] = field(default_factory=list)
     actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
-    #: ``None``: the webhooks table does not exist in this database
-    webhooks: WebhookCounts | None = None
+    webhooks: WebhookCounts = field(default_factory=lambda: WebhookCounts(failed=[], retrying=[]))
 
 
 def snapshot(conn: Connection, now: datetime) -> Snapshot:
@@ -156,23 +153,18 @@ def _agents(conn: Connection, now: datetime) -> tuple[list[tuple[str, int]], int
     return sorted(per_env.items()), processes
 
 
-def _webhooks(conn: Connection) -> WebhookCounts | None:
-    """Failed and retrying deliveries per environment, or ``None`` without the webhooks table.
+def _webhooks(conn: Connection) -> WebhookCounts:
+    """Failed and retrying deliveries per environment.
 
-    Both conditions are literal SQL (``status = 'failed'``, ``status = 'pending'``) so that a
-    partial index on them is used on SQLite too: the pending rows are the sender's index
-    (``ix_lsm_webhook_delivery_due``); the failed ones are a scan of the deliveries until an
-    index on ``(env_id) WHERE status = 'failed'`` exists (the webhooks migration's to add).
+    Both conditions are literal SQL (``status = 'failed'``, ``status = 'pending'``) so that the
+    partial indexes on them are used on SQLite too: failed rows through
+    ``ix_lsm_webhook_delivery_failed``, pending ones through the sender's
+    ``ix_lsm_webhook_delivery_due``; delivered rows, the bulk of the table, are never read.
     """
-    if not inspect(conn).has_table(WEBHOOK_DELIVERY_TABLE):
-        return None
-    delivery = Table(WEBHOOK_DELIVERY_TABLE, MetaData(), autoload_with=conn)
-    if not {"env_id", "status", "attempts"} <= set(delivery.c.keys()):
-        return None
-    env = delivery.c.env_id
-    failed = conn.execute(select(env, func.count()).where(text(WEBHOOK_FAILED_SQL)).group_by(env))
+    env = delivery_t.c.env_id
+    failed = conn.execute(select(env, func.count()).where(text(FAILED_SQL)).group_by(env))
     retrying = conn.execute(
-        select(env, func.count()).where(text(WEBHOOK_PENDING_SQL), delivery.c.attempts > 0).group_by(env)
+        select(env, func.count()).where(text(PENDING_SQL), delivery_t.c.attempts > 0).group_by(env)
     )
     return WebhookCounts(
         failed=[(r[0], int(r[1])) for r in failed], retrying=[(r[0], int(r[1])) for r in retrying]

@@ -43,6 +43,7 @@ from lsm.inventory.database import JsonType
 metadata = SQLModel.metadata
 
 PENDING_SQL = "status = 'pending'"
+FAILED_SQL = "status = 'failed'"
 
 lsm_webhook = Table(
     "lsm_webhook",
@@ -86,6 +87,13 @@ lsm_webhook_delivery = Table(
         "next_attempt_at",
         sqlite_where=text(PENDING_SQL),
         postgresql_where=text(PENDING_SQL),
+    ),
+    # "deliveries that gave up, per environment" (the metrics' failure gauge; migration 0010)
+    Index(
+        "ix_lsm_webhook_delivery_failed",
+        "env_id",
+        sqlite_where=text(FAILED_SQL),
+        postgresql_where=text(FAILED_SQL),
     ),
 )
 

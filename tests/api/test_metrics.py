@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, update
 
 from lsm.facade import RequestContext
+from lsm.inventory import webhooks
 from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.inventory.tables import CompileRow
+from lsm.inventory.webhook_tables import lsm_webhook_delivery
+from lsm.inventory.webhooks import NewDelivery
 from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import served_url
 from tests.deploy import file_model
@@ -101,7 +105,8 @@ def test_an_idle_engine_scrapes_zero_queues_and_no_counters(http: httpx.Client) 
     assert types["lsm_compile_stage_seconds"] == "summary"
     assert types["lsm_deploy_actions"] == "counter"
     assert types["lsm_instances"] == "gauge"
-    assert "lsm_webhook_deliveries_failed" not in types  # no webhooks table in this schema
+    assert types["lsm_webhook_deliveries_failed"] == "gauge"
+    assert not any(matching(samples, "lsm_webhook_deliveries_failed").values())  # no webhook yet
 
 
 def test_queued_compiles_show_their_depth_and_age(engine: ApiRuntime, http: httpx.Client) -> None:
@@ -199,33 +204,31 @@ def test_counters_never_go_down_when_old_versions_are_pruned(engine: ApiRuntime,
         assert matching(after, name) == matching(before, name), name
 
 
-def test_failed_and_retrying_webhook_deliveries_appear_once_their_table_exists(
-    engine: ApiRuntime, http: httpx.Client
-) -> None:
+def test_failed_and_retrying_webhook_deliveries_are_counted(engine: ApiRuntime, http: httpx.Client) -> None:
     env_id = engine.context(None).env_id
+    rows = [("failed", 5), ("failed", 5), ("delivered", 2), ("pending", 0), ("pending", 1), ("pending", 3)]
+    now = datetime.now(UTC)
     with engine.db.write() as session:
         conn = session.connection()
-        conn.execute(
-            text(
-                "CREATE TABLE lsm_webhook_delivery "
-                "(id VARCHAR(36) PRIMARY KEY, env_id VARCHAR(36), status VARCHAR(20), attempts INTEGER)"
-            )
+        hook = webhooks.create(
+            conn,
+            env_id=env_id,
+            url="http://127.0.0.1:9/",
+            events=["instance_state"],
+            secret="s",
+            cursor="",
+            created_by="test",
+            now=now,
         )
-        rows = [
-            ("failed", 5),
-            ("failed", 5),
-            ("delivered", 2),
-            ("pending", 0),
-            ("pending", 1),
-            ("pending", 3),
+        queued = [
+            NewDelivery("instance_state", f"instance_state:{n}", {"n": n}, f"d{n}") for n in range(len(rows))
         ]
+        webhooks.insert_deliveries(conn, hook["id"], queued, env_id=env_id, now=now)
         for n, (status, attempts) in enumerate(rows):
             conn.execute(
-                text(
-                    "INSERT INTO lsm_webhook_delivery (id, env_id, status, attempts) "
-                    "VALUES (:id, :env, :status, :attempts)"
-                ),
-                {"id": f"d{n}", "env": env_id, "status": status, "attempts": attempts},
+                update(lsm_webhook_delivery)
+                .where(lsm_webhook_delivery.c.id == f"d{n}")
+                .values(status=status, attempts=attempts)
             )
     samples, types = scrape(http)
     assert types["lsm_webhook_deliveries_failed"] == "gauge"

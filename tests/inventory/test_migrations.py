@@ -207,6 +207,8 @@ def test_upgrading_from_0008_adds_the_metric_counters_starting_at_zero(blank: Da
         metric_counters.count_compile(conn, "env-1", "full", "success", {"total": 0.25})
         rows = conn.execute(text("SELECT count, seconds FROM lsm_metric_compile_stage")).all()
     assert [tuple(r) for r in rows] == [(2, 0.75)]
+
+
 def test_upgrading_from_0008_adds_the_webhook_tables_and_the_action_feed_index(blank: Database) -> None:
     """A database at 0008 (before webhooks) gets the webhook tables and ``ix_lsm_resource_action_env``."""
     from alembic import command

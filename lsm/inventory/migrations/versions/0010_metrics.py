@@ -6,6 +6,9 @@ Revises: 0009
 See ``lsm.inventory.metric_counters``. The counters start at zero with this release: the
 compile history and the action log are not replayed into them (on a large database that would
 be a long scan inside the upgrade, and ``rate()`` only needs them to grow from here).
+
+Also the partial index ``ix_lsm_webhook_delivery_failed`` (deliveries that gave up, per
+environment), so that the failure gauge does not read every delivered row.
 """
 
 from __future__ import annotations
@@ -48,9 +51,17 @@ def upgrade() -> None:
             "env_id", "agent", "resource_type", "action", name="pk_lsm_metric_deploy_action"
         ),
     )
+    op.create_index(
+        "ix_lsm_webhook_delivery_failed",
+        "lsm_webhook_delivery",
+        ["env_id"],
+        sqlite_where=sa.text("status = 'failed'"),
+        postgresql_where=sa.text("status = 'failed'"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_lsm_webhook_delivery_failed", table_name="lsm_webhook_delivery")
     op.drop_table("lsm_metric_deploy_action")
     op.drop_table("lsm_metric_compile_stage")
     op.drop_table("lsm_metric_compile")
