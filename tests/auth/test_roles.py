@@ -81,6 +81,14 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/catalog"): (V, ENV),
     ("GET", "/catalog/{entity}"): (V, ENV),
     ("GET", "/console/events"): (V, ENV),
+    ("GET", "/inventory"): (V, ENV),
+    ("GET", "/inventory/{entity}"): (V, ENV),
+    ("GET", "/inventory/{entity}/new"): (V, ENV),
+    ("POST", "/inventory/{entity}"): (OP, ENV),
+    ("GET", "/inventory/{entity}/{ref}"): (V, ENV),
+    ("POST", "/inventory/{entity}/{ref}/update"): (OP, ENV),
+    ("POST", "/inventory/{entity}/{ref}/state"): (OP, ENV),
+    ("POST", "/inventory/{entity}/{ref}/delete"): (OP, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from lsm.api.access import check_declared
-from lsm.api.console import catalog, live, login
+from lsm.api.console import catalog, instance, inventory, live, login
 from lsm.api.console.session import new_secret
 
 #: every console router, in the order they are included
@@ -22,6 +22,8 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     login.router,
     catalog.router,
     live.router,
+    inventory.router,
+    instance.router,
 )
 
 
