@@ -19,7 +19,8 @@ def test_the_catalog_shows_each_entity_and_draws_its_lifecycle(
     shoot(page, "catalog")
     page.get_by_role("link", name="router", exact=True).click()
     expect(page.locator("h1")).to_contain_text("router")
-    expect(page.locator("svg.lifecycle g.state").first).to_be_visible()
+    expect(page.locator("svg.lsm-graph g[data-id=up]")).to_be_visible()
+    expect(page.locator("svg.lsm-graph g.edge").first).to_be_visible()
     expect(page.locator("tr[data-attribute='name']")).to_be_visible()
     shoot(page, "entity")
 

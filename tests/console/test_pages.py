@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,9 @@ def run(engine: ApiRuntime, scenario: Callable[[httpx.AsyncClient], Awaitable[An
         async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
             return await scenario(client)
 
-    return asyncio.run(main())
+    # a thread of its own: Playwright's sync API keeps an event loop in the main thread
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 def csrf_of(html: str) -> str:

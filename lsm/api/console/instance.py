@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.drawing import owner_tree_svg
 from lsm.api.console.forms import read_form
 from lsm.api.console.inventory import error_view
 from lsm.api.console.render import page
@@ -81,6 +82,7 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "set_state_targets": sorted({a.target for a in allowed if a.trigger == "api_set_state"}),
         "seen": json.dumps(editable, sort_keys=True),
         "values": {a.name: field_text(a, editable.get(a.name)) for a in found.attributes},
+        "owner_svg": owner_tree_svg(facades, ctx, entity, instance.id) if (owner or owned) else None,
     }
 
 
