@@ -376,3 +376,23 @@ def test_a_viewer_sees_no_action_and_is_refused_one_an_operator_acts(secured: Ap
     assert operator_post == 303
     names = {i.candidate_attributes["title"] for i in secured.facades.inventory.list_instances(LOCAL, "note")}
     assert names == {"edge", "operator"}
+
+
+def test_the_environment_switcher_remembers_a_visible_environment_and_forgets_a_gone_one(
+    engine: ApiRuntime,
+) -> None:
+    engine.facades.environments.create_environment(LOCAL, "other", str(MODEL))
+    notes(engine, "in-default")
+
+    async def scenario(client: httpx.AsyncClient) -> None:
+        switched = await client.get("/environment", params={"name": "other", "next": "/inventory/note"})
+        assert switched.status_code == 303 and switched.headers["location"] == "/inventory/note"
+        other = (await client.get("/inventory/note")).text
+        assert '<option value="other" selected>' in other and "in-default" not in other
+        client.cookies.set("lsm_env", "gone")
+        back = await client.get("/inventory/note")
+        assert back.status_code == 200 and "in-default" in back.text
+        named = await client.get("/inventory/note", params={"env": "gone"})
+        assert named.status_code == 404 and "unknown environment" in named.text
+
+    run(engine, scenario)

@@ -45,6 +45,8 @@ router = APIRouter(
 
 #: owned instances shown on the page (the rest: the owned entity's inventory)
 OWNED_SHOWN = 50
+#: event log lines drawn on the timeline, newest first (the whole log: the API's ``.../log``)
+TIMELINE_SHOWN = 200
 
 
 def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) -> dict[str, Any]:
@@ -69,7 +71,8 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "entity": found,
         "instance": instance,
         "rows": side_by_side(instance),
-        "log": log,
+        "log": log[-TIMELINE_SHOWN:],
+        "log_total": len(log),
         "resources": resources,
         "diagnosis": diagnosis,
         "owner": owner,
