@@ -41,6 +41,7 @@ ENV_VARS = {
     "port": "LSM_PORT",
     "max_body_bytes": "LSM_MAX_BODY_BYTES",
     "state_dir": "LSM_STATE_DIR",
+    "group_commit": "LSM_GROUP_COMMIT",
 }
 #: ``LSM_AUTH=1`` turns authentication on (as ``[auth] enabled = true``)
 AUTH_ENV_VAR = "LSM_AUTH"
@@ -58,6 +59,8 @@ class ServerConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     #: run the compile worker inside the server process
     embedded_worker: bool = True
+    #: concurrent API writes share write transactions (``lsm.orchestration.group``)
+    group_commit: bool = True
     #: compile runner threads of a worker (a hung model occupies one until its time limit)
     worker_threads: int = Field(4, ge=1, le=64)
     #: seconds between looks at the queue when nothing woke the worker (a fallback on PostgreSQL)

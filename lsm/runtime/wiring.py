@@ -341,6 +341,7 @@ class _Runtime:
             self.orchestrator.listeners.remove(self.processing.wake)
             self._processing_started = False
         self.processing.stop()  # also when never started: a drain may hold the scheduler's lease
+        self.orchestrator.close()  # answers the writes it holds first
         if self._owns_db:
             self.db.dispose()
 
@@ -397,6 +398,9 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
         agent=agent,
     )
     core = dataclasses.replace(core, explain=processing.runner.explain)
+    # the API's concurrent writes share transactions (``lsm.orchestration.group``)
+    if config.group_commit:
+        core.orchestrator.enable_group_commit()
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 
 
