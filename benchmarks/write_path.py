@@ -32,11 +32,12 @@ from lsm.runtime.wiring import build_api
 def run(routers: int, updates: int, threads: int, group: bool, database_url: str | None) -> dict[str, Any]:
     """Seed, then ``updates`` distinct ports' MTU changed from ``threads`` threads; the figures."""
     with fresh_database(database_url, None, "write-path") as db:
-        engine = build_api(ServerConfig(database_url=db.url, model=str(MODEL), embedded_worker=False), db=db)
+        config = ServerConfig(
+            database_url=db.url, model=str(MODEL), embedded_worker=False, group_commit=group
+        )
+        engine = build_api(config, db=db)
         engine.start()
         try:
-            if not group:
-                engine.orchestrator.group = None
             ctx = RequestContext.local()
             inventory = engine.facades.inventory
             router_ids = inventory.import_instances(ctx, "router", "up", router_attributes(routers))

@@ -399,7 +399,7 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
     )
     core = dataclasses.replace(core, explain=processing.runner.explain)
     # the API's concurrent writes share transactions (``lsm.orchestration.group``)
-    if config.group_commit:
+    if config.group_commit or (config.group_commit is None and core.db.is_sqlite):
         core.orchestrator.enable_group_commit()
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 

@@ -27,6 +27,12 @@ from tests.orchestration.helpers import Driver
 WAIT_S = 60.0
 
 
+@pytest.fixture
+def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
+    """An engine with group commit on, on both backends (by default it is on for SQLite only)."""
+    return engine_factory(config={"group_commit": True})
+
+
 def _group(engine: ApiRuntime) -> GroupCommit:
     group = engine.orchestrator.group
     assert group is not None, "the API runtime enables group commit"
