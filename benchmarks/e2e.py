@@ -8,6 +8,8 @@ database together, under concurrency. So this scenario runs the real command lin
 2. seed ``routers`` x 4 ports of ``examples/router_port`` in ``up`` plus one full compile, in a
    subprocess (``benchmarks.e2e_seed``), before any server runs;
 3. ``lsm server`` and ``workers`` extra ``lsm worker`` processes on it (``benchmarks.processes``);
+   with ``server_worker=False`` the server runs ``--no-worker`` and the compiles run only in
+   the ``lsm worker`` processes (on SQLite: exactly one);
 4. read the ports, PATCH the MTU of ``updates`` random ones at once (``benchmarks.load``);
 5. wait until every accepted update is settled, verify the latest desired state, and read the
    compile history (``benchmarks.completion``);
@@ -50,6 +52,8 @@ class E2eOptions:
     updates: int = 1_000
     concurrency: int | None = None  # None: as many as updates
     workers: int = 0
+    #: compiles in the server process too (``False``: ``lsm server --no-worker``)
+    server_worker: bool = True
     timeout: float = 600.0
     database_url: str | None = None
     workdir: Path | None = None
@@ -70,6 +74,8 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
     """
     if options.updates < 1 or options.in_flight < 1:
         raise BenchmarkError("--updates and --concurrency must be at least 1")
+    if not options.server_worker and options.workers < 1:
+        raise BenchmarkError("--no-server-worker needs --workers 1 or more: someone must compile")
     out = {} if out is None else out
     if options.workdir is not None:
         options.workdir.mkdir(parents=True, exist_ok=True)
@@ -82,6 +88,7 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
         "updates": options.updates,
         "concurrency": options.in_flight,
         "workers": options.workers,
+        "server_worker": options.server_worker,
     }
     with (
         tempfile.TemporaryDirectory(prefix="lsm-bench-e2e-run-", dir=options.workdir) as tmp,
@@ -94,6 +101,8 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
             base_url = f"http://{HOST}:{port}"
             # compiles only: the example's resources have no handlers here, so no deploy agent
             argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url, "--no-agent"]
+            if not options.server_worker:
+                argv.append("--no-worker")
             server = processes.start("server", [*argv, "--host", HOST, "--port", str(port)])
             out["server_start_s"] = processes.wait_healthy(server, base_url, HEALTH_TIMEOUT_S)
             workers = [
@@ -147,7 +156,7 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         before_load = {c["id"] for c in await completion.list_compiles(client, stop_at=set())}
         targets = load.choose_targets(ports, options.updates, rng)
         deadline = time.monotonic() + options.timeout
-        results = await load.patch_all(client, targets, concurrency=options.in_flight, deadline=deadline)
+        results = await load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
         accepted = {r.id for r in results if r.accepted}
         if not accepted:
             raise BenchmarkError(f"no update was accepted: {_errors(results)}")

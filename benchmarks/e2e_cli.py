@@ -39,6 +39,11 @@ def add_e2e_parser(commands: Any) -> None:
     e2e.add_argument("--updates", type=int, default=1_000, help="ports updated, distinct (default 1000)")
     e2e.add_argument("--concurrency", type=int, default=None, help="requests in flight (default: --updates)")
     e2e.add_argument("--workers", type=int, default=0, help="extra `lsm worker` processes (default 0)")
+    e2e.add_argument(
+        "--no-server-worker",
+        action="store_true",
+        help="`lsm server --no-worker`: compiles only in the --workers processes (SQLite: --workers 1)",
+    )
     e2e.add_argument("--timeout", type=float, default=600.0, help="bound from the first PATCH to done (s)")
     e2e.add_argument("--poll", type=float, default=0.5, help="seconds between completion polls (default 0.5)")
     e2e.add_argument(
@@ -64,6 +69,7 @@ def run_e2e_command(args: argparse.Namespace, argv: list[str]) -> int:
         updates=args.updates,
         concurrency=args.concurrency,
         workers=args.workers,
+        server_worker=not args.no_server_worker,
         timeout=args.timeout,
         database_url=args.database_url,
         workdir=args.workdir,

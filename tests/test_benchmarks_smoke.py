@@ -157,6 +157,24 @@ def test_e2e_scenario_settles_and_verifies_every_update_over_http(tmp_path: Path
     assert not list((tmp_path / "work").iterdir())  # the database and the logs are gone
 
 
+def test_e2e_with_the_compiles_in_a_worker_process_beside_an_api_only_server(
+    tmp_path: Path, backend: str
+) -> None:
+    """``lsm server --no-worker`` answers the PATCHes; the one ``lsm worker`` runs every compile."""
+    out = tmp_path / "e2e.json"
+    url = _database_url(backend)
+    argv = ["e2e", "--routers", "2", "--updates", "5", "--timeout", "120", "--poll", "0.1"]
+    argv += ["--no-server-worker", "--workers", "1", "--json", str(out), "--workdir", str(tmp_path / "w")]
+    assert main(argv + (["--database-url", url] if url else [])) == 0
+    result: dict[str, Any] = json.loads(out.read_text())["results"][0]
+    assert "error" not in result, result.get("traceback")
+    assert result["server_worker"] is False
+    assert result["accepted"] == 5 and result["verified"]["verified"] == 5
+    assert result["settled"]["states"] == {"update_inprogress": 5}
+    assert result["compiles"]["partial"]["success"] == 5  # the server compiles nothing: the worker did
+    assert set(result["exit_codes"]) == {"server", "worker-0"}
+
+
 def test_e2e_stops_the_server_and_reports_an_error_when_the_run_can_not_be_measured(tmp_path: Path) -> None:
     out = tmp_path / "e2e.json"
     argv = ["e2e", "--routers", "1", "--updates", "5", "--json", str(out), "--workdir", str(tmp_path)]

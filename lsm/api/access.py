@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute, APIRouter
 
 from lsm.api.deps import ContextDep, FacadesDep
@@ -50,15 +51,20 @@ class Access:
     def needed(self, method: str) -> Role:
         return self.read if method.upper() in READ_METHODS or self.write is None else self.write
 
-    def __call__(self, request: Request, ctx: ContextDep, facades: FacadesDep) -> None:
-        check(self.scope, self.needed(request.method), ctx, facades)
+    async def __call__(self, request: Request, ctx: ContextDep, facades: FacadesDep) -> None:
+        """On the event loop when a role over every environment answers (no lookup), else the
+        check runs in the thread pool (it may read the environment); see ``lsm.api.deps``."""
+        needed = self.needed(request.method)
+        if allowed_everywhere(needed, ctx):
+            return
+        await run_in_threadpool(check, self.scope, needed, ctx, facades)
 
 
 @dataclass(frozen=True)
 class Public:
     """The declaration of an open route (``/health``): no credential needed."""
 
-    def __call__(self) -> None:
+    async def __call__(self) -> None:
         return None
 
 
@@ -72,11 +78,17 @@ def public() -> Any:
     return Depends(Public())
 
 
+def allowed_everywhere(needed: Role, ctx: RequestContext) -> bool:
+    """Whether ``ctx`` holds ``needed`` over every environment (then no scope can refuse it)."""
+    everywhere = ctx.role_everywhere()
+    return everywhere is not None and everywhere.allows(needed)
+
+
 def check(scope: Scope, needed: Role, ctx: RequestContext, facades: Facades) -> None:
     """Refuse the request unless ``ctx`` holds ``needed`` in ``scope`` (404 / 403)."""
-    everywhere = ctx.role_everywhere()
-    if everywhere is not None and everywhere.allows(needed):
+    if allowed_everywhere(needed, ctx):
         return
+    everywhere = ctx.role_everywhere()
     if scope is Scope.GLOBAL:
         raise Forbidden(f"this needs the {needed.value} role over every environment", role=needed.value)
     if scope is Scope.SOME:

@@ -1,8 +1,12 @@
 """``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
 
-Thin by design: parse, call the facade, return its view. Every rule (versions, transfers,
-attribute modifiers, identity) lives behind the facades (``lsm.facade``); its errors become responses in
-``lsm.api.errors``.
+Thin by design: parse, call the facade, return its view. The change routes are ``async def``
+and call their facade in the thread pool themselves: a sync route takes a second hop through
+the pool to validate its answer, and under a burst that hop waits behind every request queued
+meanwhile, so every answer of the burst came at its end (see ``lsm.api.deps``).
+
+Every rule (versions, transfers, attribute modifiers, identity) lives behind the facades
+(``lsm.facade``); its errors become responses in ``lsm.api.errors``.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import StringConstraints
 
 from lsm.api.access import require
@@ -42,7 +47,7 @@ _REF = "an instance id, or <identity_attr>=<value>"
 
 
 @router.post("/{entity}", responses=errors(*CHANGE))
-def create_instance(
+async def create_instance(
     entity: EntityName,
     body: CreateInstance,
     facades: FacadesDep,
@@ -53,7 +58,8 @@ def create_instance(
 
     Idempotent with an ``Idempotency-Key`` (or a chosen ``service_instance_id``): a retry answers
     the first answer."""
-    return facades.inventory.create_instance(
+    return await run_in_threadpool(
+        facades.inventory.create_instance,
         ctx,
         entity,
         body.attributes,
@@ -102,21 +108,27 @@ def get_instance(entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx:
 
 
 @router.patch("/{entity}/{ref}", responses=errors(*CHANGE))
-def update_instance(
+async def update_instance(
     entity: EntityName, ref: InstanceRef, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    return facades.inventory.update_instance(
-        ctx, entity, ref, current_version=body.current_version, attributes=body.attributes
+    return await run_in_threadpool(
+        facades.inventory.update_instance,
+        ctx,
+        entity,
+        ref,
+        current_version=body.current_version,
+        attributes=body.attributes,
     )
 
 
 @router.post("/{entity}/{ref}/state", responses=errors(*CHANGE))
-def set_state(
+async def set_state(
     entity: EntityName, ref: InstanceRef, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
-    return facades.inventory.set_state(
+    return await run_in_threadpool(
+        facades.inventory.set_state,
         ctx,
         entity,
         ref,
@@ -127,7 +139,7 @@ def set_state(
 
 
 @router.delete("/{entity}/{ref}", responses=errors(*READ, 400, 409))
-def delete_instance(
+async def delete_instance(
     entity: EntityName,
     ref: InstanceRef,
     current_version: CurrentVersion,
@@ -135,7 +147,9 @@ def delete_instance(
     ctx: ContextDep,
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
-    return facades.inventory.delete_instance(ctx, entity, ref, current_version=current_version)
+    return await run_in_threadpool(
+        facades.inventory.delete_instance, ctx, entity, ref, current_version=current_version
+    )
 
 
 @router.get("/{entity}/{ref}/log")

@@ -239,6 +239,14 @@ def server(
     agent: Annotated[
         bool, typer.Option("--agent/--no-agent", help="Run a deploy agent in the server (default).")
     ] = True,
+    worker: Annotated[
+        bool,
+        typer.Option(
+            "--worker/--no-worker",
+            help="Run compiles (and the agent) in the server (default); --no-worker: only the API, "
+            "with `lsm worker` (and `lsm agent`) in processes of their own.",
+        ),
+    ] = True,
 ) -> None:
     """Run the API with its embedded compile worker and deploy agent until interrupted."""
     import uvicorn
@@ -262,7 +270,7 @@ def server(
             auth_enabled=auth,
         )
         check_listen(settings)
-        runtime = build_api(settings.model_copy(update={"embedded_agent": agent}))
+        runtime = build_api(settings.model_copy(update={"embedded_agent": agent, "embedded_worker": worker}))
         runtime.start()
     try:
         state = "on" if settings.auth.enabled else "OFF (every caller may do everything)"

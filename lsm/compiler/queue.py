@@ -206,22 +206,28 @@ class CompileQueue:
             return
         now = utcnow()
         status = CompileStatus(status)
-        for row in batch.rows:
-            if row is batch.leader:
-                body = {**report, "worker": worker_of(batch.owner)} if batch.owner else report
-            else:
-                body = {"merged_into": batch.leader.id, "status": status.value}
-            done = sql.finish(
-                session,
-                row.id,
-                owner=batch.owner or None,
-                status=status,
-                now=now,
-                report=body,
-                desired_state_version=desired_state_version,
-            )
-            if not done and row is batch.leader:
-                raise LeaseLost(f"compile {row.id} is no longer held by {batch.owner}")
+        body = {**report, "worker": worker_of(batch.owner)} if batch.owner else report
+        done = sql.finish(
+            session,
+            batch.leader.id,
+            owner=batch.owner or None,
+            status=status,
+            now=now,
+            report=body,
+            desired_state_version=desired_state_version,
+        )
+        if not done:
+            raise LeaseLost(f"compile {batch.leader.id} is no longer held by {batch.owner}")
+        # the merged requests all get the same short report: one statement for all of them
+        sql.finish_followers(
+            session,
+            [row.id for row in batch.merged],
+            owner=batch.owner or None,
+            status=status,
+            now=now,
+            report={"merged_into": batch.leader.id, "status": status.value},
+            desired_state_version=desired_state_version,
+        )
         # the compile that ran (not the requests merged into it), counted with its outcome
         metric_counters.count_compile(
             session.connection(), batch.leader.env_id, batch.kind.value, status.value, report.get("timings")
@@ -229,8 +235,37 @@ class CompileQueue:
 
     def finish_many(self, outcomes: list[tuple[Batch, str, dict[str, Any]]]) -> None:
         """Finish many batches in one transaction (a round of validations); a batch whose lease
-        was lost is skipped, the others are recorded."""
+        was lost is skipped, the others are recorded.
+
+        The common case (every lease still held, no merged requests) is one ``executemany``;
+        otherwise, or when a lease was lost, request by request under savepoints.
+        """
         with self.db.write() as session:
+            if all(batch.owner and not batch.merged for batch, _, _ in outcomes):
+                finishes = [
+                    sql.Finish(
+                        batch.leader.id,
+                        batch.owner,
+                        CompileStatus(status),
+                        {**report, "worker": worker_of(batch.owner)},
+                    )
+                    for batch, status, report in outcomes
+                ]
+                try:
+                    with session.begin_nested():
+                        if not sql.finish_fenced(session, finishes, now=utcnow()):
+                            raise LeaseLost("a lease of the round was lost")
+                        for batch, status, report in outcomes:  # counted with what they count
+                            metric_counters.count_compile(
+                                session.connection(),
+                                batch.leader.env_id,
+                                batch.kind.value,
+                                CompileStatus(status).value,
+                                report.get("timings"),
+                            )
+                    return
+                except LeaseLost:
+                    pass  # rolled back: find out which, one by one
             for batch, status, report in outcomes:
                 try:
                     with session.begin_nested():

@@ -39,7 +39,7 @@ class InventoryFacade:
         return self.core.environments.context(ctx.environment)
 
     def _execute(self, ctx: RequestContext, command: Command) -> InstanceOut:
-        row = self.core.orchestrator.execute(self._env(ctx), command, origin=ctx.origin)
+        row = self.core.orchestrator.execute(self._env(ctx), command, origin=ctx.origin, grouped=True)
         return instance_out(row)
 
     # -- changes ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import bindparam, func, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -262,6 +262,89 @@ def finish(
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Finish:
+    """One request's outcome for ``finish_fenced``."""
+
+    row_id: str
+    owner: str
+    status: CompileStatus
+    report: dict[str, Any]
+    desired_state_version: int | None = None
+
+
+_c = CompileRow.__table__.c  # type: ignore[attr-defined]
+#: one fenced finish, executed with many parameter sets (one round trip, one statement)
+_FINISH_FENCED = (
+    update(CompileRow.__table__)  # type: ignore[attr-defined]
+    .where(_c.id == bindparam("b_id"), _c.status == RUNNING, _c.lease_owner == bindparam("b_owner"))
+    .values(
+        status=bindparam("b_status"),
+        finished_at=bindparam("b_now"),
+        report=bindparam("b_report"),
+        desired_state_version=bindparam("b_dsv"),
+        lease_owner=None,
+        lease_expires=None,
+    )
+)
+
+
+def finish_fenced(session: Session, finishes: Sequence[Finish], *, now: datetime) -> bool:
+    """Record many outcomes in one ``executemany``; whether EVERY request was still held.
+
+    Why: a round of validations ends a hundred requests, and one UPDATE per request (with a
+    savepoint each) cost about a millisecond apiece. When this returns ``False`` some request
+    was no longer held by its owner (its lease was taken over): the caller rolls back and
+    finishes request by request (``finish``) to learn which.
+    """
+    if not finishes:
+        return True
+    params = [
+        {
+            "b_id": f.row_id,
+            "b_owner": f.owner,
+            "b_status": f.status.value,
+            "b_now": now,
+            "b_report": f.report,
+            "b_dsv": f.desired_state_version,
+        }
+        for f in finishes
+    ]
+    connection = session.connection()
+    result = connection.execute(_FINISH_FENCED, params)
+    if not connection.dialect.supports_sane_multi_rowcount:
+        return False
+    return int(result.rowcount) == len(finishes)
+
+
+def finish_followers(
+    session: Session,
+    ids: Sequence[str],
+    *,
+    owner: str | None,
+    status: CompileStatus,
+    now: datetime,
+    report: dict[str, Any],
+    desired_state_version: int | None,
+) -> None:
+    """Record the same outcome on the requests merged into a leader, in one statement."""
+    if not ids:
+        return
+    query = update(CompileRow).where(col(CompileRow.id).in_(list(ids)), col(CompileRow.status) == RUNNING)
+    if owner is not None:
+        query = query.where(col(CompileRow.lease_owner) == owner)
+    session.execute(
+        query.values(
+            status=status.value,
+            finished_at=now,
+            report=report,
+            desired_state_version=desired_state_version,
+            lease_owner=None,
+            lease_expires=None,
+        )
+    )
 
 
 def queued_count(session: Session, env_id: str, kind: CompileKind) -> int:

@@ -60,6 +60,7 @@ from lsm.orchestration.commands import (
     ValidationOutcome,
 )
 from lsm.orchestration.context import EnvironmentContext
+from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit
 from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
 
@@ -88,24 +89,46 @@ class Orchestrator:
         self.db = db
         self.listeners: list[Callable[[str], None]] = []
         self.watchers: list[Callable[[str], None]] = []
+        #: shared transactions for ``execute(grouped=True)`` (``enable_group_commit``)
+        self.group: GroupCommit | None = None
+
+    def enable_group_commit(self, max_batch: int = DEFAULT_MAX_BATCH) -> None:
+        """Let ``execute(grouped=True)`` calls of concurrent threads share write transactions
+        (``lsm.orchestration.group``); the API process turns it on for its requests."""
+        if self.group is None:
+            self.group = GroupCommit(self.db, item_errors=(LsmError, IntegrityError), max_batch=max_batch)
+
+    def close(self) -> None:
+        """Stop the group-commit writer after answering what it holds (safe when never started)."""
+        if self.group is not None:
+            self.group.close()
 
     # -- the entry point ---------------------------------------------------------------------
     def execute(
-        self, ctx: EnvironmentContext, command: Command, *, origin: Origin | None = None
+        self,
+        ctx: EnvironmentContext,
+        command: Command,
+        *,
+        origin: Origin | None = None,
+        grouped: bool = False,
     ) -> InstanceRow:
         """Apply ``command`` in one transaction, then fire the auto transfers that follow.
 
         ``origin`` says who asked (``None``: the engine itself, ``system``); the follow-up auto
-        transfers are recorded as ``system`` with the same request id.
+        transfers are recorded as ``system`` with the same request id. ``grouped``: the
+        transaction may be shared with concurrent callers' commands, each under its own
+        savepoint (``lsm.orchestration.group``), when group commit is enabled; the answer
+        is the same as alone, given once the shared transaction committed.
         """
-        outcome = self._execute_once(ctx, command, origin or SYSTEM)
+        group = self.group if grouped else None
+        outcome = self._execute_once(ctx, command, origin or SYSTEM, group)
         row = outcome.instance
         queued = list(outcome.compiles)
         while outcome.executed:
             follow = self._auto_command(ctx, row)
             if follow is None:
                 break
-            outcome = self._execute_once(ctx, follow, outcome.origin.follow_up())
+            outcome = self._execute_once(ctx, follow, outcome.origin.follow_up(), group)
             if outcome.executed:
                 row = outcome.instance
             queued.extend(outcome.compiles)
@@ -202,10 +225,17 @@ class Orchestrator:
             except Exception:  # a watcher must never undo a committed transfer
                 log.exception("change watcher failed")
 
-    def _execute_once(self, ctx: EnvironmentContext, command: Command, origin: Origin) -> Outcome:
+    def _execute_once(
+        self, ctx: EnvironmentContext, command: Command, origin: Origin, group: GroupCommit | None = None
+    ) -> Outcome:
+        def work(session: Session) -> Outcome:
+            return _Transaction(session, ctx, origin).run(command)
+
         try:
+            if group is not None:
+                return group.run(work)
             with self.db.write() as session:
-                return _Transaction(session, ctx, origin).run(command)
+                return work(session)
         except IntegrityError as exc:
             # The partial unique index is the last line of defence for identity uniqueness
             # between two concurrent creates on PostgreSQL.

@@ -42,6 +42,7 @@ ENV_VARS = {
     "port": "LSM_PORT",
     "max_body_bytes": "LSM_MAX_BODY_BYTES",
     "state_dir": "LSM_STATE_DIR",
+    "group_commit": "LSM_GROUP_COMMIT",
 }
 #: ``LSM_AUTH=1`` turns authentication on (as ``[auth] enabled = true``)
 AUTH_ENV_VAR = "LSM_AUTH"
@@ -59,6 +60,10 @@ class ServerConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     #: run the compile worker inside the server process
     embedded_worker: bool = True
+    #: concurrent API writes share write transactions (``lsm.orchestration.group``); ``None``:
+    #: on SQLite (writers are serialized there anyway), off on PostgreSQL, where one writer
+    #: thread serializes round trips that concurrent transactions overlap (measured slower)
+    group_commit: bool | None = None
     #: compile runner threads of a worker (a hung model occupies one until its time limit)
     worker_threads: int = Field(4, ge=1, le=64)
     #: seconds between looks at the queue when nothing woke the worker (a fallback on PostgreSQL)

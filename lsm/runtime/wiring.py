@@ -376,6 +376,7 @@ class _Runtime:
             self.orchestrator.listeners.remove(self.processing.wake)
             self._processing_started = False
         self.processing.stop()  # also when never started: a drain may hold the scheduler's lease
+        self.orchestrator.close()  # answers the writes it holds first
         if self._owns_db:
             self.db.dispose()
 
@@ -444,6 +445,9 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
         webhooks=build_webhooks(core, config),
     )
     core = dataclasses.replace(core, explain=processing.runner.explain)
+    # the API's concurrent writes share transactions (``lsm.orchestration.group``)
+    if config.group_commit or (config.group_commit is None and core.db.is_sqlite):
+        core.orchestrator.enable_group_commit()
     return ApiRuntime(config, core, environments, processing, owns_db=db is None)
 
 

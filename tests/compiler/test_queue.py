@@ -144,3 +144,37 @@ def test_claiming_reads_only_what_it_claims(db: Database) -> None:
     finally:
         compile_queue.load = original  # type: ignore[assignment]
     assert loaded == [5]
+
+
+def test_a_round_of_validations_is_finished_at_once_and_a_lost_lease_spares_the_others(db: Database) -> None:
+    queued = queue_up(db, *(order(CompileKind.VALIDATION, f"i{n}") for n in range(5)))
+    queue = CompileQueue(db)
+    held = queue.claim_validations(ENV, queue.new_owner("w1"), limit=10)
+    assert [b.leader.id for b in held] == queued
+    queue.finish_many([(b, "success" if i % 2 else "failed", {"n": i}) for i, b in enumerate(held[:2])])
+    assert [(row(db, i).status, row(db, i).report["n"]) for i in queued[:2]] == [
+        ("failed", 0),
+        ("success", 1),
+    ]
+    assert row(db, queued[0]).report["worker"] == "w1"
+    with db.write() as session:  # w2 took one request over: w1 must not finish it
+        taken = session.get(CompileRow, queued[3])
+        assert taken is not None
+        taken.lease_owner = "w2/other"
+    queue.finish_many([(b, "success", {"n": i}) for i, b in enumerate(held[2:], start=2)])
+    assert [row(db, i).status for i in queued[2:]] == ["success", "running", "success"]
+    assert row(db, queued[3]).lease_owner == "w2/other"  # fenced: untouched
+    assert row(db, queued[4]).report == {"n": 4, "worker": "w1"}
+
+
+def test_the_requests_merged_into_a_leader_are_finished_with_it(db: Database) -> None:
+    p1, p2, p3 = queue_up(db, *(order(CompileKind.PARTIAL, x) for x in "abc"))
+    queue = CompileQueue(db)
+    batch = queue.claim_exporting(ENV, queue.new_owner("w"), batched=True)
+    assert batch is not None and batch.leader.id == p1 and {r.id for r in batch.merged} == {p2, p3}
+    queue.finish(batch, status="success", report={"resources": 3}, desired_state_version=7)
+    assert row(db, p1).report == {"resources": 3, "worker": "w"}
+    for merged in (p2, p3):
+        done = row(db, merged)
+        assert (done.status, done.desired_state_version, done.lease_owner) == ("success", 7, None)
+        assert done.report == {"merged_into": p1, "status": "success"}

@@ -1,0 +1,199 @@
+"""Group commit (``lsm.orchestration.group``): API writes of many threads in one transaction,
+each caller answered exactly as if its command had run alone (both backends).
+
+Every test holds the writer on a gate (a work item that waits) until all the commands under
+test are queued, so they are sure to share one transaction; nothing waits on luck.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from sqlmodel import Session
+
+from lsm.errors import InvalidAttributes, LsmError, UnknownInstance, VersionConflict
+from lsm.facade import RequestContext
+from lsm.orchestration.group import GroupCommit
+from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
+from tests.orchestration.helpers import Driver
+
+WAIT_S = 60.0
+
+
+@pytest.fixture
+def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
+    """An engine with group commit on, on both backends (by default it is on for SQLite only)."""
+    return engine_factory(config={"group_commit": True})
+
+
+def _group(engine: ApiRuntime) -> GroupCommit:
+    group = engine.orchestrator.group
+    assert group is not None, "the API runtime enables group commit"
+    return group
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+@contextmanager
+def _gated(group: GroupCommit, expected: int) -> Iterator[None]:
+    """Hold the writer until ``expected`` more items are queued behind the gate, then let go."""
+    entered, release = threading.Event(), threading.Event()
+
+    def gate(_session: Session) -> None:
+        entered.set()
+        release.wait(WAIT_S)
+
+    holder = threading.Thread(target=group.run, args=(gate,))
+    holder.start()
+    assert entered.wait(WAIT_S)
+    try:
+        yield
+        _wait_for(lambda: group._queue.qsize() >= expected, f"{expected} queued items")
+    finally:
+        release.set()
+        holder.join(WAIT_S)
+
+
+def _run_all(calls: list[Callable[[], Any]], group: GroupCommit) -> list[Any]:
+    """Run every call in its own thread behind a gate: each one's result or exception."""
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        try:
+            results[index] = calls[index]()
+        except BaseException as exc:  # the answer under test
+            results[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    with _gated(group, len(calls)):
+        for thread in threads:
+            thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    return results
+
+
+def _update(engine: ApiRuntime, ref: str, version: int, **attributes: Any) -> Callable[[], InstanceOut]:
+    return lambda: engine.facades.inventory.update_instance(
+        RequestContext.local(), "thing", ref, current_version=version, attributes=attributes
+    )
+
+
+def _log_length(engine: ApiRuntime, instance: InstanceOut) -> int:
+    return len(engine.facades.inventory.instance_log(RequestContext.local(), "thing", instance.id))
+
+
+def test_refused_items_of_a_shared_transaction_roll_back_alone(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(8)]
+    logs = [_log_length(engine, t) for t in things]
+    group = _group(engine)
+    batches = group.batches
+    calls = [_update(engine, t.id, t.version, size=10 + i) for i, t in enumerate(things[:5])]
+    calls += [
+        _update(engine, things[5].id, things[5].version - 1, size=99),  # stale: 409
+        _update(engine, things[6].id, things[6].version, size="big"),  # invalid: 422
+        _update(engine, "00000000-0000-4000-8000-000000000000", 1, size=3),  # unknown: 404
+        _update(engine, things[7].id, things[7].version, size=77),
+    ]
+    results = _run_all(calls, group)
+
+    assert group.batches == batches + 2  # the gate, then every command in ONE transaction
+    for i in (0, 1, 2, 3, 4, 8):
+        thing = things[i if i < 5 else 7]
+        assert isinstance(results[i], InstanceOut), results[i]
+        assert results[i].version == thing.version + 1
+        stored = driver.get(thing)
+        assert stored.state == "update_start" and stored.version == thing.version + 1
+        assert (stored.candidate_attributes or {})["size"] == (10 + i if i < 5 else 77)
+        assert _log_length(engine, thing) == logs[i if i < 5 else 7] + 1
+    assert isinstance(results[5], VersionConflict)
+    assert results[5].details["current_version"] == things[5].version
+    assert isinstance(results[6], InvalidAttributes)
+    assert isinstance(results[7], UnknownInstance)
+    for i in (5, 6):  # refused: nothing of theirs was written
+        assert driver.get(things[i]).version == things[i].version
+        assert _log_length(engine, things[i]) == logs[i]
+
+
+def test_one_instance_many_writers_in_one_transaction_exactly_one_wins(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    thing = driver.reach("up")
+    group = _group(engine)
+    results = _run_all([_update(engine, thing.id, thing.version, size=s) for s in range(2, 12)], group)
+
+    winners = [r for r in results if isinstance(r, InstanceOut)]
+    losers = [r for r in results if isinstance(r, VersionConflict)]
+    assert len(winners) == 1 and len(losers) == 9, results
+    assert all(r.details["current_version"] == thing.version + 1 for r in losers)
+    stored = driver.get(thing)
+    assert stored.version == thing.version + 1
+    assert stored.candidate_attributes == winners[0].candidate_attributes
+
+
+def test_a_failing_commit_answers_nobody_success_and_writes_nothing(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(4)]
+    group = _group(engine)
+
+    def sabotage(session: Session) -> None:
+        def fail(committing: Session) -> None:
+            if not committing.in_nested_transaction():  # the shared commit, not a savepoint's
+                raise RuntimeError("disk gone at commit")
+
+        event.listen(session, "before_commit", fail)
+
+    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=5) for t in things]
+    calls.append(lambda: group.run(sabotage))
+    results = _run_all(calls, group)
+
+    assert all(isinstance(r, RuntimeError) for r in results), results
+    for thing in things:
+        assert driver.get(thing).version == thing.version
+        assert driver.get(thing).state == "up"
+
+
+def test_an_unexpected_error_in_one_item_reruns_the_others_alone(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(4)]
+    logs = [_log_length(engine, t) for t in things]
+    group = _group(engine)
+
+    def broken(_session: Session) -> None:
+        raise KeyError("a bug in one command")
+
+    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=6) for t in things]
+    calls.insert(2, lambda: group.run(broken))
+    results = _run_all(calls, group)
+
+    assert isinstance(results[2], KeyError)
+    updated = [r for i, r in enumerate(results) if i != 2]
+    assert all(isinstance(r, InstanceOut) and r.state == "update_start" for r in updated), results
+    for thing, log in zip(things, logs, strict=True):
+        assert driver.get(thing).version == thing.version + 1
+        assert _log_length(engine, thing) == log + 1  # run once, not twice
+
+
+def test_closing_answers_queued_work_and_a_later_call_starts_a_new_writer(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    thing = driver.reach("up")
+    group = _group(engine)
+    group.close()
+    out = _update(engine, thing.id, thing.version, size=4)()
+    assert out.version == thing.version + 1
+    group.close()
+    with pytest.raises(LsmError):
+        _update(engine, thing.id, thing.version, size=4)()  # stale now: still typed, still answered
