@@ -35,6 +35,7 @@ from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
 from lsm.services.leases import process_gone
+from lsm.services.singleton import NAME as SQLITE_WORKER
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")
@@ -237,7 +238,7 @@ class Diagnosis:
             )
         ]
 
-    def _stale_lease(self, lease: LeaseRow, what: str) -> Cause | None:
+    def _stale_lease(self, lease: LeaseRow, what: str, taker: str = "agent") -> Cause | None:
         """A lease whose holder stopped renewing it or whose process is gone, else None."""
         expires = aware(lease.expires_at)
         gone = process_gone(lease.info or {})
@@ -249,7 +250,7 @@ class Diagnosis:
             f"the lease of {what} is held by {holder}, {why}; it is taken over at {clock(expires)}"
             if expires > self.now
             else f"the lease of {what} is held by {holder}, {why}; it expired at {clock(expires)} "
-            "and is taken over by the next agent that looks"
+            f"and is taken over by the next {taker} that looks"
         )
         return self._cause(
             "stale_lock", message, "lock", lease.name, expires, holder=lease.owner, info=lease.info or {}
@@ -287,6 +288,12 @@ class Diagnosis:
                 holder = ahead if ahead.status == "running" else None
         if holder is not None:
             stale = self._stale_compile(holder)
+            if stale is not None:
+                chain.append(stale)
+        elif pending.status == "queued":
+            # nothing runs: on SQLite the one compile worker's lease may be left by a dead worker
+            worker = diagnosis_queries.leases(self.session, [SQLITE_WORKER]).get(SQLITE_WORKER)
+            stale = None if worker is None else self._stale_lease(worker, "the compile worker", "worker")
             if stale is not None:
                 chain.append(stale)
         return chain

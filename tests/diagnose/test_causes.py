@@ -28,6 +28,7 @@ from lsm.inventory import leases
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.leases import process_identity
+from lsm.services.singleton import NAME as SQLITE_WORKER
 from lsm.testing import served_url
 from tests.diagnose import stuck_model
 
@@ -293,3 +294,25 @@ def test_a_state_that_moves_on_by_itself_is_in_transition(engine: ApiRuntime, ht
     assert summary("router r1 is in `start`", chain) == (
         "router r1 is in `start` because `start` moves on by itself (auto transfer), nothing holds it back"
     )
+
+
+def test_stale_lease_of_the_one_sqlite_compile_worker(engine: ApiRuntime, http: httpx.Client) -> None:
+    """A killed SQLite compile worker leaves its lease: the queued validation names it."""
+    _, info = process_identity("worker")
+    pid = _dead_pid()
+    with engine.db.write() as session:
+        leases.acquire(
+            session,
+            SQLITE_WORKER,
+            f"worker@{info['host']}:{pid}:dead0000",
+            now=utcnow(),
+            ttl=3600,
+            info={"host": info["host"], "pid": pid, "role": "worker"},
+        )
+    router = order(http, "router", {"name": "r1"})
+    body = diagnose(http, "router", router)
+
+    assert kinds(body) == ["pending_compile", "stale_lock"]
+    assert body["cause"][1]["subject"] == {"type": "lock", "id": SQLITE_WORKER}
+    assert "the lease of the compile worker is held by worker@" in body["cause"][1]["message"]
+    assert "whose process is gone" in body["summary"]
