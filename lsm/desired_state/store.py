@@ -32,6 +32,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from lsm.desired_state import statements as sql
+from lsm.desired_state.diff import VersionDiff, version_diff
 from lsm.desired_state.merge import SHARED, ExportCheck, ExportPlan
 from lsm.desired_state.records import (
     ExportRequest,
@@ -245,6 +246,19 @@ class DesiredStateStore:
             conn = session.connection()
             found = {name: first for name, first in conn.execute(query)}
             self._get_version(conn, env_id, number)
+        return found
+
+    def diff(self, env_id: str, a: int, b: int) -> VersionDiff:
+        """What turns version ``a`` into version ``b``: sets, then resources (``lsm.desired_state.diff``).
+
+        Reads only the sets written or closed between the two versions. ``UnknownVersion``
+        names the first of the two that does not exist (any more).
+        """
+        with self._db.read() as session:
+            conn = session.connection()
+            found = version_diff(conn, env_id, a, b)
+            for number in (a, b):  # after the rows: see _get_version
+                self._get_version(conn, env_id, number)
         return found
 
     def _get_version(self, conn: Connection, env_id: str, number: int) -> VersionInfo:
