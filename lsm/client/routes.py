@@ -321,6 +321,10 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """The resources of one version."""
         return self._many(Request("GET", f"/api/v1/desired_state/{_seg(version)}/resources"))
 
+    def desired_state_diff(self, version: int, other: int) -> ObjT:
+        """What turns ``version`` into ``other``: sets, then resources with their changed fields."""
+        return self._one(Request("GET", f"/api/v1/desired_state/{_seg(version)}/diff/{_seg(other)}"))
+
     # -- resources and deploy ------------------------------------------------------------------------
     def resources(
         self,

@@ -51,6 +51,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/desired_state"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}/resources"): (V, ENV),
+    ("GET", "/api/v1/desired_state/{version}/diff/{other}"): (V, ENV),
     ("GET", "/api/v1/environments"): (V, SOME),
     ("POST", "/api/v1/environments"): (A, GLOBAL),
     ("GET", "/api/v1/environments/{env}"): (V, ENV),
