@@ -32,6 +32,7 @@ from lsm.api import (
 )
 from lsm.api.access import check_declared
 from lsm.api.auth import Authenticator
+from lsm.api.console import install_console
 from lsm.api.deps import RequestIdMiddleware
 from lsm.api.docs import install_docs
 from lsm.api.errors import install_error_handlers
@@ -88,6 +89,7 @@ def create_app(
     check_declared(ROUTERS)
     for router in ROUTERS:
         app.include_router(router)
+    install_console(app)  # the web console at / (lsm.api.console, docs/console.md)
     return app
 
 

@@ -48,10 +48,11 @@ async def events(
     """Instance changes and compile completions of the environment, from now or after ``Last-Event-ID``."""
     cursor = await run_in_threadpool(facades.events.start, ctx, last_event_id)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(_stream(facades.events, cursor), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(stream(facades.events, cursor), media_type="text/event-stream", headers=headers)
 
 
-async def _stream(feed: EventsFacade, cursor: Cursor) -> AsyncIterator[str]:
+async def stream(feed: EventsFacade, cursor: Cursor) -> AsyncIterator[str]:
+    """The SSE lines of ``feed`` after ``cursor``, until the client goes (shared with the console)."""
     loop = asyncio.get_running_loop()
     yield ": connected\n\n"
     quiet_since = loop.time()

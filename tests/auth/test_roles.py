@@ -20,6 +20,7 @@ import pytest
 
 from lsm.api.access import Access, Public, Scope, route_table
 from lsm.api.app import ROUTERS
+from lsm.api.console import CONSOLE_ROUTERS
 from lsm.schemas.auth import Role
 from tests.api.fixtures import MODEL
 from tests.auth.conftest import Secured
@@ -71,6 +72,16 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/tokens"): (A, GLOBAL),
     ("DELETE", "/api/v1/tokens/{token_id}"): (A, GLOBAL),
     ("GET", "/api/v1/audit"): (A, SOME),
+    # the web console (lsm.api.console): the same roles, the caller from a cookie or a bearer header
+    ("GET", "/login"): (None, PUBLIC),
+    ("POST", "/login"): (None, PUBLIC),
+    ("POST", "/logout"): (None, PUBLIC),
+    ("GET", "/static/{name}"): (None, PUBLIC),
+    ("GET", "/environment"): (V, SOME),
+    ("GET", "/"): (V, ENV),
+    ("GET", "/catalog"): (V, ENV),
+    ("GET", "/catalog/{entity}"): (V, ENV),
+    ("GET", "/console/events"): (V, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything
@@ -94,7 +105,11 @@ def api_routes(secured: Secured) -> list[tuple[str, str, list[Access | Public]]]
         for method in item
     }
     assert {(m, p) for m, p, _ in table} == documented
-    return table
+    return table + route_table(CONSOLE_ROUTERS)  # HTML pages: not in the OpenAPI document
+
+
+def is_console(path: str) -> bool:
+    return any(path == p for _, p, _ in route_table(CONSOLE_ROUTERS))
 
 
 def expected_status(need: Role | None, scope: str, who: str | None) -> str:
@@ -132,6 +147,7 @@ def _fill(path: str, secured: Secured) -> str:
     """A concrete URL for one call of a route."""
     note = secured.ids["note"]
     values = {
+        "/static/{name}": "/static/console.css",
         "{entity}": "note",
         "{ref}": note,
         "{name}": "simple",
@@ -170,11 +186,21 @@ BODIES: dict[tuple[str, str], Any] = {
 }
 QUERIES: dict[tuple[str, str], dict[str, Any]] = {
     ("DELETE", "/lsm/v1/service_inventory/{entity}/{ref}"): {"current_version": 1},
+    ("GET", "/environment"): {"name": "default"},
 }
 
 
+def _console_post(client: httpx.Client, url: str, secured: Secured) -> httpx.Response:
+    """A console form post with the CSRF token of the client's session (read from the login page)."""
+    page = client.get("/login")
+    found = re.search(r'name="csrf_token" value="([0-9a-f]+)"', page.text)
+    assert found is not None, page.text
+    form = {"csrf_token": found.group(1), "token": secured.tokens["admin"], "next": "/"}
+    return client.post(url, data=form)
+
+
 def _call(client: httpx.Client, method: str, url: str, query: dict[str, Any], body: Any) -> httpx.Response:
-    if url == "/api/v1/events":  # a stream: its status line is all this test needs
+    if url in ("/api/v1/events", "/console/events"):  # a stream: its status line is all this test needs
         with client.stream(method, url) as response:
             response.read() if response.status_code != 200 else None
             return response
@@ -186,7 +212,7 @@ def _outcome(response: httpx.Response) -> str:
         return "401"
     if response.status_code == 403:
         return "403"
-    if response.status_code == 404 and "unknown environment" in response.json().get("message", ""):
+    if response.status_code == 404 and "unknown environment" in response.text:
         return "404"
     assert response.status_code < 500, response.text
     return "ok"
@@ -207,10 +233,15 @@ def test_each_caller_gets_what_its_role_allows_on_every_route(secured: Secured, 
             n = next(counter)
             url = _fill(path, secured)
             body = BODIES.get((method, path), lambda n: None)(n)
-            response = _call(client, method, url, QUERIES.get((method, path), {}), body)
+            if method == "POST" and is_console(path):
+                response = _console_post(client, url, secured)
+            else:
+                response = _call(client, method, url, QUERIES.get((method, path), {}), body)
             got, want = _outcome(response), expected_status(need, scope, who)
             if got != want:
                 wrong.append(f"{method} {path}: {got} ({response.status_code}), expected {want}")
+            elif want in ("401", "403", "404") and is_console(path):
+                assert response.headers["content-type"].startswith("text/html"), (method, path)
             elif want in ("401", "403", "404"):
                 assert response.headers["content-type"].startswith("application/json")
                 assert response.json()["error"] in ("unauthenticated", "forbidden", "not_found")
