@@ -258,8 +258,20 @@ class DesiredStateStore:
             conn = session.connection()
             found = version_diff(conn, env_id, a, b)
             for number in (a, b):  # after the rows: see _get_version
-                self._get_version(conn, env_id, number)
+                self._check_version(conn, env_id, number)
         return found
+
+    @staticmethod
+    def _check_version(conn: Connection, env_id: str, number: int) -> None:
+        """``UnknownVersion`` unless version ``number`` exists; reads only its key (the header of a
+        full export carries every set name in ``sets_replaced``: decoding it costs the version)."""
+        found = conn.execute(
+            select(ds_version.c.number).where(ds_version.c.env_id == env_id, ds_version.c.number == number)
+        ).first()
+        if found is None:
+            raise UnknownVersion(
+                f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
+            )
 
     def _get_version(self, conn: Connection, env_id: str, number: int) -> VersionInfo:
         """The version row, checked AFTER reading its rows: retention may delete a version

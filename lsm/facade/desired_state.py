@@ -38,10 +38,13 @@ class DesiredStateFacade:
         header = _version_out(info).model_dump()
         return DesiredStateOut(**header, sets=content.sets, shared=content.shared)
 
-    def desired_state_resources(self, ctx: RequestContext, version: int) -> list[DesiredStateResourceOut]:
+    def desired_state_resources(
+        self, ctx: RequestContext, version: int, *, set_name: str | None = None
+    ) -> list[DesiredStateResourceOut]:
+        """The version's resources (``set_name``: only that named set's, through its index)."""
         return [
-            DesiredStateResourceOut(id=r.id, set=set_name, attributes=r.attributes, requires=list(r.requires))
-            for set_name, r in self.core.store.resources(self._env_id(ctx), version)
+            DesiredStateResourceOut(id=r.id, set=name, attributes=r.attributes, requires=list(r.requires))
+            for name, r in self.core.store.resources(self._env_id(ctx), version, set_name)
         ]
 
     def desired_state_diff(self, ctx: RequestContext, version: int, other: int) -> DesiredStateDiffOut:

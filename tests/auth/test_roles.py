@@ -82,6 +82,17 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/catalog"): (V, ENV),
     ("GET", "/catalog/{entity}"): (V, ENV),
     ("GET", "/console/events"): (V, ENV),
+    # the console's operations pages (lsm.api.console.operations)
+    ("GET", "/compiles"): (V, ENV),
+    ("GET", "/compiles/{compile_id}"): (V, ENV),
+    ("GET", "/desired-state"): (V, ENV),
+    ("GET", "/desired-state/diff"): (V, ENV),
+    ("GET", "/desired-state/{version}"): (V, ENV),
+    ("GET", "/desired-state/{version}/diff/{other}"): (V, ENV),
+    ("GET", "/resources"): (V, ENV),
+    ("GET", "/resources/{resource_id:path}"): (V, ENV),
+    ("GET", "/discovered"): (V, ENV),
+    ("POST", "/discovered/adopt"): (OP, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything
@@ -157,6 +168,8 @@ def _fill(path: str, secured: Secured) -> str:
         "{key}": "recompile_backoff",
         "{token_id}": secured.ids["spare"],
         "{resource_id}": "std::File[h1,path=/etc/motd]",
+        "{resource_id:path}": "std::File[h1,path=/etc/motd]",
+        "{other}": "1",
     }
     for placeholder, value in values.items():
         path = path.replace(placeholder, value)

@@ -14,7 +14,15 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from lsm.api.access import check_declared
-from lsm.api.console import catalog, live, login
+from lsm.api.console import (
+    catalog,
+    compiles_pages,
+    desired_state_pages,
+    discovered_pages,
+    live,
+    login,
+    resources_pages,
+)
 from lsm.api.console.session import new_secret
 
 #: every console router, in the order they are included
@@ -22,6 +30,11 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     login.router,
     catalog.router,
     live.router,
+    # the operations pages (lsm.api.console.operations)
+    compiles_pages.router,
+    desired_state_pages.router,
+    resources_pages.router,
+    discovered_pages.router,
 )
 
 
