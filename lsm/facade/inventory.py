@@ -196,6 +196,14 @@ class InventoryFacade:
             row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
         return env, instance_out(row)
 
+    def owned_instances(
+        self, ctx: RequestContext, entity: str, ref: str, *, limit: int = 100
+    ) -> list[InstanceOut]:
+        """The live instances this one owns directly (at most ``limit``; an owner tree step down)."""
+        env, instance = self._find(ctx, entity, ref)
+        with self.core.db.read() as session:
+            return [instance_out(r) for r in repo.list_owned(session, env.env_id, instance.id, limit=limit)]
+
     def instance_log(self, ctx: RequestContext, entity: str, ref: str) -> list[EventOut]:
         _, instance = self._find(ctx, entity, ref)
         with self.core.db.read() as session:

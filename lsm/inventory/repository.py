@@ -145,6 +145,21 @@ def list_instances(
     return list(session.exec(query.limit(limit).offset(offset)))
 
 
+def list_owned(session: Session, env_id: str, owner_id: str, *, limit: int = 100) -> list[InstanceRow]:
+    """The live instances ``owner_id`` owns directly, oldest first (through ``ix_lsm_instance_owner``)."""
+    query = (
+        select(InstanceRow)
+        .where(
+            InstanceRow.env_id == env_id,
+            InstanceRow.owner_id == owner_id,
+            col(InstanceRow.deleted).is_(False),
+        )
+        .order_by(col(InstanceRow.created_at).asc(), col(InstanceRow.id).asc())
+        .limit(limit)
+    )
+    return list(session.exec(query))
+
+
 def parse_sort(sort: str) -> tuple[str, bool]:
     """``created_at``, ``-created_at``, ``created_at.desc`` / ``.asc``."""
     descending = sort.startswith("-") or sort.endswith(".desc")

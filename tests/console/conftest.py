@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import pytest
@@ -105,6 +106,20 @@ def secured_console_server(tmp_path: Path) -> Iterator[ConsoleServer]:
     finally:
         engine.stop()
         engine.db.dispose()
+
+
+T = TypeVar("T")
+
+
+def wait_for(read: Callable[[], T], done: Callable[[T], bool], *, seconds: float = 60.0) -> T:
+    """``read()`` until ``done`` holds for its answer; fails naming the last answer at the deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = read()
+        if done(value):
+            return value
+        assert time.monotonic() < deadline, f"still not there after {seconds} s: {value!r}"
+        time.sleep(0.05)
 
 
 def artifacts_dir() -> Path:

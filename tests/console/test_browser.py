@@ -7,7 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from tests.console.conftest import ConsoleServer
+from tests.console.conftest import ConsoleServer, wait_for
 
 
 def test_the_catalog_shows_each_entity_and_draws_its_lifecycle(
@@ -22,3 +22,53 @@ def test_the_catalog_shows_each_entity_and_draws_its_lifecycle(
     expect(page.locator("svg.lifecycle g.state").first).to_be_visible()
     expect(page.locator("tr[data-attribute='name']")).to_be_visible()
     shoot(page, "entity")
+
+
+def test_an_order_from_the_console_reaches_up_live_then_updates_and_a_409_is_explained(
+    console_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
+) -> None:
+    page = browser_page
+    page.goto(f"{console_server.url}/inventory/router/new")
+    shoot(page, "order-form")
+    page.fill("#attr-name", "edge-1")
+    page.fill("#attr-motd", "hello from the console")
+    page.get_by_role("button", name="Order").click()
+    page.wait_for_url("**/inventory/router/*")
+    expect(page.locator("[data-live-status]")).to_have_text("live")
+    instance_id = page.url.rsplit("/", 1)[1]
+    # the worker compiles and the agent deploys: the page follows without being reloaded
+    marker = page.evaluate("window.__marker = Math.random()")
+    expect(page.locator("[data-instance-state]")).to_have_text("up", timeout=60_000)
+    assert page.evaluate("window.__marker") == marker, "the page was reloaded"
+    expect(page.locator("[data-resource]").first).to_have_attribute("data-status", "deployed")
+    shoot(page, "instance-up")
+
+    # update from the console: the new value lands in the candidate set
+    page.fill("#attr-motd", "second motd")
+    page.locator("form[data-action=update] button").click()
+    page.wait_for_url(f"**/inventory/router/{instance_id}")
+    # the update walks the lifecycle back to up, where the new value is the active one
+    expect(page.locator("section[data-set=active] dd").filter(has_text="second motd")).to_be_visible(
+        timeout=60_000
+    )
+    expect(page.locator("[data-instance-state]")).to_have_text("up", timeout=60_000)
+    shoot(page, "instance-updated")
+
+    # another client (the Python client) updates while this user is editing
+    page.fill("#attr-motd", "mine")
+    from lsm.client import Client
+
+    with Client(console_server.url) as other:
+        current = other.get_instance("router", instance_id)
+        other.update_instance(
+            "router", instance_id, current_version=current["version"], attributes={"motd": "theirs"}
+        )
+        settled = wait_for(lambda: other.get_instance("router", instance_id), lambda i: i["state"] == "up")
+    expect(page.locator("[data-instance-version]")).to_have_text(str(settled["version"]), timeout=30_000)
+    expect(page.locator("#attr-motd")).to_have_value("mine")  # the form being edited is kept
+    page.locator("form[data-action=update] button").click()
+    conflict = page.locator("[data-conflict]")
+    expect(conflict).to_be_visible()
+    expect(conflict.locator("[data-conflict-actor]")).to_have_text("local")
+    expect(conflict.locator("[data-conflict-changed=motd]")).to_contain_text("theirs")
+    shoot(page, "instance-409")

@@ -19,6 +19,8 @@ from lsm.api.console import (
     compiles_pages,
     desired_state_pages,
     discovered_pages,
+    instance,
+    inventory,
     live,
     login,
     resources_pages,
@@ -30,6 +32,8 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     login.router,
     catalog.router,
     live.router,
+    inventory.router,
+    instance.router,
     # the operations pages (lsm.api.console.operations)
     compiles_pages.router,
     desired_state_pages.router,

@@ -95,6 +95,13 @@ def layout(request: Request, ctx: RequestContext) -> dict[str, Any]:
     }
 
 
+def _canonical(request: Request) -> str | None:
+    """The URL a live page refetches: itself for a GET (a page answering a POST names its own)."""
+    if request.method != "GET":
+        return None
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
 def page(request: Request, template: str, status_code: int = 200, **data: Any) -> HTMLResponse:
     """Render ``template`` inside the layout for the caller of ``request``.
 
@@ -105,7 +112,7 @@ def page(request: Request, template: str, status_code: int = 200, **data: Any) -
     fresh = None
     if session is None:
         fresh = secrets.token_urlsafe(32)
-    values = {**layout(request, context_of(request)), **data}
+    values = {**layout(request, context_of(request)), "canonical": _canonical(request), **data}
     values["csrf"] = csrf_token(request, fresh)
     response = HTMLResponse(templates().get_template(template).render(values), status_code=status_code)
     if fresh is not None:

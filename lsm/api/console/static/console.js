@@ -1,13 +1,17 @@
 // lsm console: progressive enhancement only; every page works without this file.
-// - <select data-autosubmit> submits its form on change (environment switcher)
-// - [data-live] elements reload their page fragment when the event stream reports a change
+// - <select data-autosubmit> submits its form on change (environment switcher);
+// - <form data-confirm="..."> asks before it is sent;
+// - elements with an id and [data-live] are refetched from the page's own URL (meta page-url)
+//   when the event stream (/console/events) reports a change that concerns them; a region
+//   marked [data-keep-dirty] is left alone while one of its forms is being edited, so that a
+//   change made meanwhile by someone else comes back as an explained 409, never overwritten.
 "use strict";
 (function () {
-  function csrf() {
-    var meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.getAttribute("content") : "";
+  function meta(name) {
+    var found = document.querySelector('meta[name="' + name + '"]');
+    return found ? found.getAttribute("content") : null;
   }
-  window.lsmConsole = { csrf: csrf };
+  window.lsmConsole = { csrf: function () { return meta("csrf-token") || ""; } };
 
   document.addEventListener("change", function (event) {
     var target = event.target;
@@ -15,43 +19,64 @@
       target.form.submit();
     }
   });
-
-  // Live regions: <div data-live="/fragment/url" data-live-instances="id1 id2" data-live-entity="e">
-  // are refetched (same origin, cookies sent) when an instance_state event concerns them.
-  function refresh(region) {
-    var url = region.getAttribute("data-live");
-    return fetch(url, { credentials: "same-origin", headers: { "X-Console-Fragment": "1" } })
-      .then(function (response) { return response.ok ? response.text() : null; })
-      .then(function (html) {
-        if (html !== null) {
-          region.innerHTML = html;
-          region.setAttribute("data-refreshed", String(Date.now()));
-        }
-      });
-  }
+  document.addEventListener("input", function (event) {
+    var form = event.target && event.target.form;
+    if (form) { form.setAttribute("data-dirty", "1"); }
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
 
   function concerns(region, data) {
+    if (data === null) { return true; }
     var entity = region.getAttribute("data-live-entity");
     var ids = region.getAttribute("data-live-instances");
-    if (ids !== null && ids !== "") {
-      return ids.split(" ").indexOf(data.instance_id || data.id || "") >= 0;
-    }
+    if (ids) { return ids.split(" ").indexOf(data.instance_id || "") >= 0; }
     return !entity || !data.service_entity || data.service_entity === entity;
   }
 
+  function refresh(regions) {
+    var url = meta("page-url");
+    if (!url) { return Promise.resolve(); }
+    return fetch(url, { credentials: "same-origin", headers: { "X-Console-Live": "1" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html === null) { return; }
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        regions.forEach(function (region) {
+          if (region.hasAttribute("data-keep-dirty") && region.querySelector("form[data-dirty]")) { return; }
+          var replacement = fresh.getElementById(region.id);
+          if (replacement) {
+            region.innerHTML = replacement.innerHTML;
+            region.setAttribute("data-refreshed", String(Date.now()));
+          }
+        });
+      });
+  }
+
   function connect() {
-    var regions = Array.prototype.slice.call(document.querySelectorAll("[data-live]"));
-    if (!regions.length || !window.EventSource) { return; }
+    var regions = Array.prototype.slice.call(document.querySelectorAll("[data-live][id]"));
+    if (!regions.length || !window.EventSource || !meta("page-url")) { return; }
     var status = document.querySelector("[data-live-status]");
     var source = new EventSource("/console/events");
-    var pending = null;
+    var pending = [];
+    var timer = null;
     function schedule(data) {
-      var hit = regions.filter(function (r) { return data === null || concerns(r, data); });
-      if (!hit.length) { return; }
-      if (pending) { clearTimeout(pending); }
-      pending = setTimeout(function () { pending = null; hit.forEach(refresh); }, 150);
+      regions.forEach(function (r) { if (concerns(r, data) && pending.indexOf(r) < 0) { pending.push(r); } });
+      if (!pending.length || timer) { return; }
+      timer = setTimeout(function () {
+        var batch = pending; pending = []; timer = null;
+        refresh(batch);
+      }, 100);
     }
-    source.addEventListener("open", function () { if (status) { status.textContent = "live"; } });
+    // the stream starts "from now": what changed between the page's render and the connection
+    // (or during a reconnect) is caught up by one refetch when it opens
+    source.addEventListener("open", function () {
+      schedule(null);
+      if (status) { status.textContent = "live"; }
+    });
     source.addEventListener("error", function () { if (status) { status.textContent = "reconnecting…"; } });
     source.addEventListener("instance_state", function (e) {
       var data = null;
@@ -59,6 +84,7 @@
       schedule(data);
     });
     source.addEventListener("compile_finished", function () { schedule(null); });
+    window.addEventListener("pagehide", function () { source.close(); });
   }
   document.addEventListener("DOMContentLoaded", connect);
 })();

@@ -1,0 +1,158 @@
+"""Console pages of an entity's inventory: the list (``/inventory/{entity}``) and the order form.
+
+The list filters by state, finds an instance by its id or identity value (an indexed lookup,
+never a scan), pages with ``limit``/``offset``, and refreshes itself from the event stream
+(``static/console.js``). The order form posts to ``POST /inventory/{entity}``, which calls
+``InventoryFacade.create_instance`` exactly as the API does; a refused order shows the form again
+with the engine's typed error naming the attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from lsm.api.console.forms import read_form
+from lsm.api.console.render import page
+from lsm.api.console.routing import ConsoleRoute
+from lsm.api.console.session import console_require, context_of
+from lsm.api.console.views import attribute_values
+from lsm.api.deps import get_facades
+from lsm.api.disclosure import redact
+from lsm.errors import InvalidAttributes, InvalidInput, LsmError, UnknownInstance
+from lsm.facade import RequestContext
+from lsm.schemas.auth import Role
+from lsm.schemas.catalog import EntityOut
+from lsm.schemas.inventory import InstanceOut
+
+router = APIRouter(
+    include_in_schema=False,
+    route_class=ConsoleRoute,
+    dependencies=[console_require(Role.VIEWER, write=Role.OPERATOR)],
+)
+
+PAGE_SIZES = (20, 50, 100, 200)
+
+
+def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """An integer query parameter in ``low..high``; anything else is a 422 naming it."""
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a whole number, not {text[:40]!r}", field=name) from None
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be {low}..{high}", field=name)
+    return value
+
+
+@router.get("/inventory")
+def entities(request: Request) -> Response:
+    found = get_facades(request).catalog.list_entities(context_of(request))
+    return page(request, "overview.html", entities=found)
+
+
+def _search(request: Request, entity: EntityOut, query: str) -> list[InstanceOut]:
+    """The instance whose id or identity value is exactly ``query`` (none: an empty list)."""
+    inventory = get_facades(request).inventory
+    ctx = context_of(request)
+    refs = [query] + ([f"{entity.identity}={query}"] if entity.identity else [])
+    for ref in refs:
+        try:
+            return [inventory.get_instance(ctx, entity.name, ref)]
+        except (UnknownInstance, InvalidInput):
+            continue
+    return []
+
+
+@router.get("/inventory/{entity}")
+def instances(request: Request, entity: str) -> Response:
+    """The instances of ``entity``: state filter, identity search, paging, live refresh."""
+    facades = get_facades(request)
+    ctx = context_of(request)
+    found = facades.catalog.get_entity(ctx, entity)
+    limit = int_param(request, "limit", 50, 1, 500)
+    offset = int_param(request, "offset", 0, 0, 10_000_000)
+    known = [s.name for s in found.lifecycle.states]
+    states = [s for s in request.query_params.getlist("state") if s]
+    unknown = [s for s in states if s not in known]
+    if unknown:
+        raise InvalidInput(f"unknown state(s) {unknown} for lifecycle {found.lifecycle.name}", field="state")
+    query = request.query_params.get("q", "").strip()[:500]
+    if query:
+        rows, more = _search(request, found, query), False
+    else:
+        rows = facades.inventory.list_instances(
+            ctx, entity, states=states or None, limit=limit + 1, offset=offset
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+    labels = {s.name: s.label for s in found.lifecycle.states}
+
+    def at(start: int) -> str:
+        return f"/inventory/{entity}?" + urlencode(
+            [*(("state", s) for s in states), ("limit", limit), ("offset", start)]
+        )
+
+    return page(
+        request,
+        "inventory.html",
+        entity=found,
+        rows=rows,
+        labels=labels,
+        states=states,
+        known_states=known,
+        query=query,
+        limit=limit,
+        offset=offset,
+        page_sizes=PAGE_SIZES,
+        prev_url=at(max(offset - limit, 0)) if offset > 0 and not query else None,
+        next_url=at(offset + limit) if more else None,
+    )
+
+
+@router.get("/inventory/{entity}/new")
+def order_form(request: Request, entity: str) -> Response:
+    found = get_facades(request).catalog.get_entity(context_of(request), entity)
+    return page(request, "order.html", entity=found, values={}, error=None)
+
+
+@router.post("/inventory/{entity}")
+async def order(request: Request, entity: str) -> Response:
+    """Create an instance from the order form; on success go to its page."""
+    fields = await read_form(request)
+    facades = get_facades(request)
+    ctx = context_of(request)
+    found = await run_in_threadpool(facades.catalog.get_entity, ctx, entity)
+    values = {k.removeprefix("attr."): v for k, v in fields.items() if k.startswith("attr.")}
+    try:
+        attributes = attribute_values(fields, found.attributes)
+        created = await run_in_threadpool(_create, facades.inventory, ctx, entity, attributes)
+    except LsmError as exc:
+        if exc.status >= 500:
+            raise
+        return page(
+            request, "order.html", status_code=exc.status, entity=found, values=values, error=error_view(exc)
+        )
+    return RedirectResponse(f"/inventory/{entity}/{created.id}", status_code=303)
+
+
+def _create(inventory: Any, ctx: RequestContext, entity: str, attributes: dict[str, Any]) -> InstanceOut:
+    out: InstanceOut = inventory.create_instance(ctx, entity, attributes)
+    return out
+
+
+def error_view(exc: LsmError) -> dict[str, Any]:
+    """An engine error as a form shows it: the message, and per attribute what is wrong."""
+    body = redact(exc.to_body())
+    per_field: dict[str, str] = {}
+    if isinstance(exc, InvalidAttributes):
+        for item in exc.errors:
+            per_field.setdefault(str(item.get("path", "")).split(".")[0], redact(str(item.get("reason", ""))))
+    return {"status": exc.status, "kind": exc.kind, "message": body.get("message", ""), "fields": per_field}
