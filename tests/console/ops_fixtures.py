@@ -12,6 +12,7 @@ import asyncio
 import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,10 @@ class Pages:
                 self.cookies = client.cookies
                 return answer
 
-        return asyncio.run(send())
+        # in a thread of its own: the browser tests' Playwright keeps an event loop running in
+        # this one, and asyncio.run refuses to start a second loop there
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: asyncio.run(send())).result()
 
     def get(self, url: str, **options: Any) -> httpx.Response:
         return self.request("GET", url, **options)

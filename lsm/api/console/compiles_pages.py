@@ -45,13 +45,11 @@ async def compiles(request: Request) -> Response:
     return ops_page(
         request,
         "ops_compiles.html",
-        "ops_compiles_table.html",
         compiles=found,
         kind=kind.value if kind else "",
         status=status.value if status else "",
         kinds=[k.value for k in CompileKind],
         statuses=[s.value for s in CompileStatus],
-        live_url=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
         pages=pager(request, offset, len(found)),
     )
 

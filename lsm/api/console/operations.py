@@ -4,9 +4,7 @@ Why a module of their own: these pages read what the engine did (compiles, versi
 discovery) rather than what an operator ordered (catalog, inventory), and they are built apart
 from the rest of the console. This module holds what the four share -- reading a query
 parameter into a typed value (a bad one is an ``InvalidInput`` naming it, shown as a 422 page,
-never a 500), paging, and answering either a whole page or, for the live regions that
-``console.js`` refetches (``X-Console-Fragment``), only the region -- and the tuple of their
-routers that ``lsm.api.console`` includes.
+never a 500), paging and rendering in the console's layout.
 """
 
 from __future__ import annotations
@@ -17,15 +15,12 @@ from typing import Any, TypeVar
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from lsm.api.console.render import page, templates
-from lsm.api.console.session import CSRF_FIELD, csrf_token, may_act
+from lsm.api.console.render import page
 from lsm.errors import InvalidInput
 from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH, MAX_REF_LENGTH
 
 E = TypeVar("E", bound=StrEnum)
 
-#: the header ``console.js`` sends when it refetches a live region
-FRAGMENT_HEADER = "x-console-fragment"
 #: rows per page of every operations list
 PAGE_SIZE = 50
 
@@ -76,11 +71,9 @@ def bool_param(request: Request, name: str) -> bool | None:
     return raw == "true"
 
 
-def ops_page(request: Request, template: str, fragment: str | None = None, **data: Any) -> HTMLResponse:
-    """The whole page, or only ``fragment`` (its live region) when ``console.js`` refetches it."""
-    if fragment is not None and request.headers.get(FRAGMENT_HEADER):
-        values = {"csrf": csrf_token(request), "csrf_field": CSRF_FIELD, "may_act": may_act(request), **data}
-        return HTMLResponse(templates().get_template(fragment).render(values))
+def ops_page(request: Request, template: str, **data: Any) -> HTMLResponse:
+    """The page in the console's layout. Its live regions (``id`` + ``data-live``) are refetched
+    by ``console.js`` from the page's own URL when an event concerns them."""
     return page(request, template, **data)
 
 
@@ -98,7 +91,6 @@ def pager(request: Request, offset: int, shown: int, limit: int = PAGE_SIZE) -> 
 
 
 __all__ = [
-    "FRAGMENT_HEADER",
     "MAX_REF_LENGTH",
     "PAGE_SIZE",
     "bool_param",

@@ -49,14 +49,12 @@ async def resources(request: Request) -> Response:
     return ops_page(
         request,
         "ops_resources.html",
-        "ops_resources_table.html",
         resources=found,
         status=status.value if status else "",
         agent=agent or "",
         type=resource_type or "",
         statuses=[s.value for s in ResourceStatus],
         counts=counts,
-        live_url=str(request.url.path) + (f"?{request.url.query}" if request.url.query else ""),
         pages=pager(request, offset, len(found)),
     )
 
