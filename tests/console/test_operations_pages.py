@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from importlib.resources import files
 from typing import Any
 from urllib.parse import quote
 
@@ -154,12 +155,32 @@ def test_the_resource_pages(pages: Pages) -> None:
     assert_error_page(pages.get("/resources/test::File[nowhere,path=x]"), 404, "nowhere")
 
 
+@pytest.mark.parametrize("discovery_engine", [True], indirect=True, ids=["auth-on"])
+def test_a_viewer_sees_the_discovered_page_without_adopt_buttons_and_may_not_adopt(
+    discovery_engine: ApiRuntime,
+) -> None:
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    viewer, operator = Pages(discovery_engine, tokens["viewer"]), Pages(discovery_engine, tokens["operator"])
+    seen = viewer.get("/discovered")
+    assert seen.status_code == 200 and len(re.findall("data-discovered=", seen.text)) == 2
+    assert 'action="/discovered/adopt"' not in seen.text
+    assert operator.get("/discovered").text.count('action="/discovered/adopt"') == 2
+    rid = re.findall(r'data-discovered="([^"]+)"', seen.text)[0]
+    form = {"resource_id": rid, "entity": "managed_file", "csrf_token": viewer.csrf(seen)}
+    assert_error_page(viewer.post("/discovered/adopt", data=form), 403, "operator")
+    assert viewer.api("/lsm/v1/service_inventory/managed_file") == []
+    assert_error_page(Pages(discovery_engine).get("/discovered"), 401, "token")
+
+
 def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) -> None:
-    pages = Pages(discovery_engine)
-    found = pages.get("/api/v1/discovered").json()
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    pages = Pages(discovery_engine, tokens.get("operator"))
+    found = pages.api("/api/v1/discovered")
     listing = pages.get("/discovered")
     assert re.findall(r'data-discovered="([^"]+)"', listing.text) == [r["id"] for r in found]
-    assert listing.text.count('action="/discovered/adopt"') == len(found)  # auth off: the caller acts
+    assert listing.text.count('action="/discovered/adopt"') == len(
+        found
+    )  # local or operator: the caller acts
     assert 'value="managed_file"' in listing.text
     assert "Nothing discovered matching" in pages.get("/discovered", params={"type": "std::Nope"}).text
     assert_error_page(
@@ -170,12 +191,12 @@ def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) 
     form = {"resource_id": rid, "entity": "managed_file"}
     refused = pages.post("/discovered/adopt", data=form)  # no CSRF token: refused, nothing adopted
     assert_error_page(refused, 403, "CSRF")
-    assert pages.get("/lsm/v1/service_inventory/managed_file").json() == []
+    assert pages.api("/lsm/v1/service_inventory/managed_file") == []
 
     token = pages.csrf(listing)
     adopted = pages.post("/discovered/adopt", data={**form, "csrf_token": token})
     assert adopted.status_code == 303, adopted.text
-    instances = pages.get("/lsm/v1/service_inventory/managed_file").json()
+    instances = pages.api("/lsm/v1/service_inventory/managed_file")
     assert [i["id"] for i in instances] == [adopted.headers["location"].rsplit("/", 1)[1]]
     assert adopted.headers["location"] == f"/inventory/managed_file/{instances[0]['id']}"
     assert f'href="/inventory/managed_file/{instances[0]["id"]}"' in pages.get("/discovered").text
@@ -194,7 +215,7 @@ def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) 
     assert_error_page(missing, 404, "no discovered resource")
     empty = pages.post("/discovered/adopt", data={"entity": "managed_file", "csrf_token": token})
     assert_error_page(empty, 422, "resource_id")
-    assert len(pages.get("/lsm/v1/service_inventory/managed_file").json()) == 1
+    assert len(pages.api("/lsm/v1/service_inventory/managed_file")) == 1
 
 
 def test_a_failed_compile_shows_its_model_error_and_traceback(
@@ -214,6 +235,14 @@ def test_a_failed_compile_shows_its_model_error_and_traceback(
     assert "widget w1 exploded" in report.text and 'class="traceback"' in report.text
     listed = pages.get("/compiles", params={"status": "failed"})
     assert re.findall(r'data-compile="([^"]+)"', listed.text) == [c["id"] for c in failed]
+
+
+def test_the_operations_templates_are_package_data() -> None:
+    package = files("lsm.api.console").joinpath("templates")
+    names = [item.name for item in package.iterdir() if item.name.startswith("ops_")]
+    assert len(names) >= 9
+    for name in names:
+        assert templates().get_template(name) is not None
 
 
 def test_a_model_error_shows_its_source_line_and_its_frame() -> None:
