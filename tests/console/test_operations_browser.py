@@ -36,6 +36,7 @@ def test_compiles_desired_state_and_resources_in_the_browser(
     page, url = browser_page, console_server.url
     with Client(url) as client:
         first = routers_up(client, "edge-1", "edge-2")[0]
+        before_update = client.desired_states()[0]["version"]
         client.update_instance(
             "router", first["id"], current_version=first["version"], attributes={"motd": "bye"}
         )
@@ -51,7 +52,7 @@ def test_compiles_desired_state_and_resources_in_the_browser(
         before = rows.count()
         assert before >= 2
         marker = page.evaluate("window.__marker = Math.random()")
-        client.request_compile(kind="full")
+        client.request_compile(kind="full", wait=True)
         expect(rows).to_have_count(before + 1, timeout=60_000)
         assert page.evaluate("window.__marker") == marker, "the page was reloaded"
         shoot(page, "compiles")
@@ -66,7 +67,8 @@ def test_compiles_desired_state_and_resources_in_the_browser(
     expect(page.locator("table.timings tr[data-stage=total]")).to_be_visible()
     shoot(page, "compile-report")
 
-    newest, oldest = versions[0]["version"], versions[-1]["version"]
+    # just before and after the update: one router's file changed its content
+    newest, oldest = versions[0]["version"], before_update
     page.goto(f"{url}/desired-state")
     expect(page.locator("tr[data-version]")).to_have_count(len(versions))
     shoot(page, "desired-state")

@@ -38,9 +38,11 @@ def up_routers(pages: Pages, *names: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def pages(deployed_engine: ApiRuntime) -> Pages:
+    """Two routers up, then one updated; ``pages.before_update``: the newest version before it."""
     pages = Pages(deployed_engine)
     routers = up_routers(pages, "edge-1", "edge-2")
     first = routers[0]
+    pages.before_update = pages.get("/api/v1/desired_state").json()[0]["version"]  # type: ignore[attr-defined]
     answer = pages.request(
         "PATCH",
         f"{ROUTERS}/{first['id']}",
@@ -94,7 +96,8 @@ def test_the_compile_pages(pages: Pages) -> None:
 
 def test_the_desired_state_pages(pages: Pages) -> None:
     versions = pages.get("/api/v1/desired_state").json()
-    newest, oldest = versions[0]["version"], versions[-1]["version"]
+    # the versions just before and after the update: one router's file changed its content
+    newest, oldest = versions[0]["version"], pages.before_update  # type: ignore[attr-defined]
     listing = pages.get("/desired-state")
     assert [int(v) for v in re.findall(r'data-version="(\d+)"', listing.text)] == [
         v["version"] for v in versions

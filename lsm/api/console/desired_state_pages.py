@@ -5,6 +5,11 @@ The difference page is ``DesiredStateFacade.desired_state_diff``: it costs the s
 between the two versions (``lsm.desired_state.diff``), so comparing two neighbours of a
 100,000-set environment is as quick as of a small one. Version numbers come from the URL as
 text and are parsed here, so a bad one is a 422 page naming it rather than a JSON body.
+
+Cost: the list pages by 50 versions; a version's page reads its set -> resource ids map
+(``DesiredStateStore.content``: one indexed read of the version's rows, so it grows with the
+version -- a page opened by hand, never polled) and shows 50 sets per page; one set's
+resources (``?set=``) are read through the set index.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from lsm.api.console.render import page
 from lsm.errors import InvalidInput
-from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH, MAX_REF_LENGTH
+from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -91,7 +91,6 @@ def pager(request: Request, offset: int, shown: int, limit: int = PAGE_SIZE) -> 
 
 
 __all__ = [
-    "MAX_REF_LENGTH",
     "PAGE_SIZE",
     "bool_param",
     "enum_param",
