@@ -92,6 +92,10 @@ class UnknownSelector(NotFound):
     pass
 
 
+class UnknownResourceSet(NotFound):
+    """A resource set name that the desired-state version does not hold."""
+
+
 class UnknownResource(NotFound):
     """A resource id that neither the deploy state nor the newest desired state holds."""
 

@@ -21,6 +21,7 @@ RANK = {
     "inventory": 1,
     "catalog": 2,
     "lifecycle": 2,
+    "graph": 2,
     "model": 2,
     "selection": 3,
     "desired_state": 3,

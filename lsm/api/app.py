@@ -26,6 +26,7 @@ from lsm.api import (
     discovery,
     environments,
     events,
+    graphs,
     health,
     inventory,
     tokens,
@@ -55,6 +56,7 @@ ROUTERS = (
     discovery.router,
     tokens.router,
     audit.router,
+    graphs.router,
 )
 
 

@@ -15,7 +15,7 @@ from pydantic import StringConstraints
 from lsm.api.access import require
 from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.disclosure import redact_text, shows_details
+from lsm.api.disclosure import redact, redact_text, shows_details
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
@@ -158,9 +158,20 @@ def instance_resources(
 def diagnose(
     entity: EntityName, ref: InstanceRef, request: Request, facades: FacadesDep, ctx: ContextDep
 ) -> DiagnosisOut:
-    """Why the instance is where it is: failing validation, failed resources, pending compile."""
+    """Why the instance is where it is: the causal chain from the symptom to the root cause and
+    its one-line summary, then the facts (allowed transfers, compiles, failed resources)."""
     out = facades.inventory.diagnose(ctx, entity, ref)
     validation, pending = out.validation_compile, out.pending_compile
+    if not shows_details(request):  # handler errors and model locations may name server paths
+        out = out.model_copy(
+            update={
+                "cause": [
+                    c.model_copy(update={"message": redact_text(c.message), "details": redact(c.details)})
+                    for c in out.cause
+                ],
+                "summary": redact_text(out.summary),
+            }
+        )
     return out.model_copy(
         update={
             "last_error": None if out.last_error is None else shown_event(request, out.last_error),

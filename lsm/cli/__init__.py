@@ -784,7 +784,9 @@ def _compile_line(report: dict[str, Any] | None) -> str | None:
 
 
 def _show_diagnosis(data: dict[str, Any]) -> None:
-    """The diagnosis as short lines; ``--json`` has everything."""
+    """The causal chain, one link per line and indented by depth, then the facts as short lines;
+    ``--json`` has everything."""
+    _print_chain(data)
     instance = data.get("instance") or {}
     allowed = ", ".join(f"{a.get('trigger')} -> {a.get('target')}" for a in data.get("allowed") or [])
     last_error = data.get("last_error")
@@ -803,6 +805,25 @@ def _show_diagnosis(data: dict[str, Any]) -> None:
     resources = data.get("resources") or []
     summary["failed resources"] = "; ".join(_resource_problem(r) for r in resources) or None
     _print_kv(summary, title="diagnosis")
+
+
+def _print_chain(data: dict[str, Any]) -> None:
+    """``router r1 is in `creating```, then ``└─ because <cause>`` per link, each one deeper."""
+    chain = data.get("cause") or []
+    summary = str(data.get("summary") or "")
+    if not chain:
+        if summary:
+            out.print(escape(summary))
+        return
+    if chain[0].get("kind") == "none":
+        out.print(f"[bold]{escape(summary)}[/]")
+        return
+    tail = " because " + " because ".join(str(link.get("message")) for link in chain)
+    head = summary.removesuffix(tail) if summary.endswith(tail) else summary
+    out.print(f"[bold]{escape(head)}[/]")
+    for depth, link in enumerate(chain):
+        kind = f"[dim]({escape(str(link.get('kind')))})[/]"
+        out.print(f"{'   ' * depth}└─ because {escape(str(link.get('message')))} {kind}")
 
 
 def _progress_line(progress: dict[str, Any]) -> str:
@@ -1567,3 +1588,4 @@ def main() -> None:
 # Command groups that live in their own modules register themselves on ``app`` when imported;
 # they are imported last, once every shared helper above exists.
 from lsm.cli import desired_state as _desired_state  # noqa: E402, F401
+from lsm.cli import graph as _graph  # noqa: E402,F401  (registers ``lsm graph``)

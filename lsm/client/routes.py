@@ -325,6 +325,14 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """What turns ``version`` into ``other``: sets, then resources with their changed fields."""
         return self._one(Request("GET", f"/api/v1/desired_state/{_seg(version)}/diff/{_seg(other)}"))
 
+    # -- graphs ---------------------------------------------------------------------------------------
+    def graph(self, kind: str, name: str | None = None, **params: Any) -> ObjT:
+        """A picture as graph data (``{title, direction, nodes, edges}``): ``kind`` is ``lifecycle``
+        (with ``name``), ``owners`` (``entity``, ``id``), ``sets`` (``version``) or ``requires``
+        (``set``, ``version``); ``lsm.graph.Graph.from_json`` reads it, its ``to_dot``/``to_svg`` draw it."""
+        path = f"/api/v1/graph/{_seg(kind)}" + (f"/{_seg(name)}" if name is not None else "")
+        return self._one(Request("GET", path, params={**_drop_none(params), "format": "json"}))
+
     # -- resources and deploy ------------------------------------------------------------------------
     def resources(
         self,

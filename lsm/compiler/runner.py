@@ -37,6 +37,7 @@ from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
+from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.schemas.compiles import CompileKind
 from lsm.selection import BaseSelector, InstanceRecord, InventoryView
@@ -84,6 +85,7 @@ class CompileRunner:
             )
         except LsmError as exc:
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
+            report["error"].update(located(exc, self._files(env_id)))
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
         except Exception as exc:  # a bug, not a model error: still recorded, never lost
             log.exception("compile %s failed unexpectedly", batch.leader.id)
@@ -91,8 +93,16 @@ class CompileRunner:
                 "error": "internal",
                 "message": f"{type(exc).__name__}: {exc}",
                 "traceback": _traceback(exc),
+                **located(exc, self._files(env_id)),
             }
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
+
+    def _files(self, env_id: str) -> list[str]:
+        """The model's source files, to locate an error in (none when the model did not load)."""
+        try:
+            return list(self.contexts(env_id).model.files)
+        except Exception:  # the error being reported may be that the model does not load
+            return []
 
     # -- exporting compiles ---------------------------------------------------------------------
     def _export(

@@ -40,6 +40,7 @@ from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow
 from lsm.lifecycle import AttributeSetName
 from lsm.model import validate
+from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
 from lsm.selection import BaseSelector, InstanceRecord, InventoryView, run_selector
 
@@ -217,9 +218,11 @@ class ValidationBatches:
         except LsmError as exc:  # the model, the selector, or the allocated values were refused
             success, message = False, f"validation failed: {exc.message}"
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
+            report["error"].update(located(exc, list(ctx.model.files)))
         except Exception as exc:  # a bug in a model that escaped its own error handling
             success, message = False, f"validation failed: {type(exc).__name__}: {exc}"
             report["error"] = {"error": "internal", "message": str(exc), "traceback": _traceback(exc)}
+            report["error"].update(located(exc, list(ctx.model.files)))
         except TimeLimitExceeded as exc:  # the model did not finish: its candidate is rejected
             limit = ctx.settings.compile_timeout
             success = False

@@ -22,6 +22,7 @@ from lsm.facade.desired_state import DesiredStateFacade
 from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
+from lsm.facade.graphs import GraphsFacade
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.signal import ChangeSignal
 
@@ -40,6 +41,7 @@ class Facades:
     discovery: DiscoveryFacade
     tokens: TokensFacade
     audit: AuditFacade
+    graphs: GraphsFacade
 
     @classmethod
     def over(
@@ -67,6 +69,7 @@ class Facades:
             discovery=DiscoveryFacade(core),
             tokens=TokensFacade(core),
             audit=AuditFacade(core),
+            graphs=GraphsFacade(core),
         )
 
 
@@ -86,6 +89,7 @@ __all__ = [
     "EventsFacade",
     "Facades",
     "FeedItem",
+    "GraphsFacade",
     "InventoryFacade",
     "Principal",
     "RequestContext",

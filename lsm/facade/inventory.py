@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
 from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
 from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
@@ -268,17 +269,31 @@ class InventoryFacade:
         return out, progress
 
     def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> DiagnosisOut:
-        """Why the instance is where it is: failing validation, failed resources, pending compile."""
+        """Why the instance is where it is: the causal chain (``lsm.facade.diagnosis``) and its
+        summary, then the facts: allowed transfers, last error, compiles, failed resources."""
         env, instance = self._find(ctx, entity, ref)
         resources, progress = self._resources_of(env, instance)
         instance = instance.model_copy(update={"deployment_progress": progress})
+        binding = env.binding(entity)
+        allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
         with self.core.db.read() as session:
             validation = repo.last_validation_compile(session, env.env_id, instance.id)
             pending = repo.pending_compile_for(session, env.env_id, instance.id)
             events = repo.list_events(session, instance.id)
+            situation = Situation(
+                env_id=env.env_id,
+                instance=instance,
+                transfers=[(a["trigger"], a["target"]) for a in allowed],
+                events=events,
+                validation=validation,
+                pending=pending,
+            )
+            chain = Diagnosis(session, situation).chain()
         last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
-        allowed = self.core.lifecycles.machine(env.binding(entity).lifecycle).allowed(instance.state)
+        symptom = f"{display_name(instance, binding.identity)} is in `{instance.state}`"
         return DiagnosisOut(
+            cause=chain,
+            summary=summary(symptom, chain),
             instance=instance,
             state=instance.state,
             allowed=[AllowedTransfer(**a) for a in allowed],

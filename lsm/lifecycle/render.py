@@ -1,5 +1,8 @@
 """Showing a lifecycle to a person: rich tables for the terminal, Graphviz DOT for a picture.
 
+The picture itself is ``lsm.graph.lifecycle_graph``; DOT and SVG come from ``lsm.graph.render``,
+the one writer of both.
+
 Pure functions from a ``LifecycleSpec`` to a renderable or a string; ``lsm lifecycle show``
 prints them. Transfers are numbered from 1 in definition order, as docs/semantics.md §1 numbers them,
 so that a table row, a DOT edge and the documentation can refer to each other.
@@ -14,15 +17,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from lsm.lifecycle.spec import LifecycleSpec, StateSpec, TransferSpec
+from lsm.graph.builders import LABEL_COLOURS, lifecycle_graph
+from lsm.graph.render import to_dot
+from lsm.lifecycle.spec import LifecycleSpec
 
-#: Fill colours per state label, readable on white and in grey-scale print.
-LABEL_COLOURS: dict[str, str] = {
-    "info": "lightblue",
-    "success": "palegreen",
-    "warning": "gold",
-    "danger": "salmon",
-}
+__all__ = ["LABEL_COLOURS", "render_dot", "render_states_table", "render_table", "render_transfers_table"]
+
 _RICH_STYLES: dict[str, str] = {"info": "cyan", "success": "green", "warning": "yellow", "danger": "red"}
 
 
@@ -81,49 +81,10 @@ def render_table(spec: LifecycleSpec) -> Table:
     return grid
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _node(state: StateSpec, initial: bool) -> str:
-    attrs = {
-        "label": _quote(state.name),
-        "fillcolor": _quote(LABEL_COLOURS[state.label]),
-        "peripheries": "2" if state.deleted else "1",
-    }
-    if initial:
-        attrs["penwidth"] = "2"
-    return f"  {_quote(state.name)} [{', '.join(f'{k}={v}' for k, v in attrs.items())}];"
-
-
-def _edges(number: int, t: TransferSpec) -> list[str]:
-    label = f"{number}: {t.trigger}" + (" [validate]" if t.validate else "")
-    target_label = label + (f"\n{{{t.target_operation}}}" if t.target_operation else "")
-    lines = [f"  {_quote(t.source)} -> {_quote(t.target)} [label={_quote(target_label)}];"]
-    if t.error is not None:
-        error_label = f"{label} error" + (f"\n{{{t.error_operation}}}" if t.error_operation else "")
-        lines.append(
-            f"  {_quote(t.source)} -> {_quote(t.error)} "
-            f'[label={_quote(error_label)}, style=dashed, color="red", fontcolor="red"];'
-        )
-    return lines
-
-
 def render_dot(spec: LifecycleSpec) -> str:
-    """The lifecycle as a Graphviz digraph.
+    """The lifecycle as a Graphviz digraph (``lsm.graph.lifecycle_graph`` drawn by ``to_dot``).
 
     States are filled by label, deleted states are drawn doubled and initial states bold; every
     edge is labelled ``<number>: <trigger> [validate] {operation}``, error edges are dashed red.
     """
-    initial = set(spec.initial_states)
-    lines = [
-        f"digraph {_quote(spec.name)} {{",
-        "  rankdir=LR;",
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
-        '  edge [fontname="Helvetica", fontsize=10];',
-    ]
-    lines.extend(_node(state, state.name in initial) for state in spec.states)
-    for number, transfer in enumerate(spec.transfers, start=1):
-        lines.extend(_edges(number, transfer))
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return to_dot(lifecycle_graph(spec))

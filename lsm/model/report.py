@@ -15,7 +15,9 @@ detail lists them, each with ``kind``, ``message``, ``instance``, ``entity``, ``
 from __future__ import annotations
 
 import inspect
+import linecache
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -200,3 +202,84 @@ def locate(resource_id: str, service: Any, implementations: Iterable[Callable[..
             return sites[resource_id]
         fallback = fallback or definition_line(fn)
     return fallback
+
+
+# -- where a failed compile's error is in the model ----------------------------------------------
+def _model_frames(exc: BaseException, is_model: Callable[[str], bool]) -> tuple[str, int, str] | None:
+    """The innermost traceback frame in a model file, over the exception and what caused it."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb: TracebackType | None = current.__traceback__
+        found: tuple[str, int, str] | None = None
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if is_model(code.co_filename):
+                found = (code.co_filename, tb.tb_lineno, code.co_name)
+            tb = tb.tb_next
+        if found is not None:
+            return found
+        current = current.__cause__ or current.__context__
+    return None
+
+
+_TRACEBACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+def _from_details(exc: BaseException, is_model: Callable[[str], bool]) -> tuple[str, int, str | None] | None:
+    """Where a ``ModelError`` the refinement built from its problems points: the innermost model
+    frame of a problem's traceback text, else its ``line`` (``path:lineno``, no function)."""
+    if not isinstance(exc, ModelError):
+        return None
+    problems = [exc.details, *[e for e in exc.details.get("errors") or [] if isinstance(e, dict)]]
+    for problem in problems:
+        frames = [
+            m for m in _TRACEBACK_LINE.finditer(str(problem.get("traceback") or "")) if is_model(m["file"])
+        ]
+        if frames:
+            last = frames[-1]
+            return last["file"], int(last["line"]), last["function"]
+    for problem in problems:
+        filename, _, number = str(problem.get("line") or "").rpartition(":")
+        if filename and number.isdigit():
+            return filename, int(number), None
+    return None
+
+
+def error_location(exc: BaseException, files: Iterable[str]) -> dict[str, Any] | None:
+    """``{file, line, function, source}`` of a model error: where in the model it happened.
+
+    ``files`` are the model's source files. The innermost frame of the traceback that lies in one
+    of them wins (the line that raised, not the engine code that called the model); a problem the
+    refinement already located (``details["line"] = "path:lineno"``, e.g. a resource built twice)
+    is used when the traceback has no model frame. ``source`` is that line of the file, stripped;
+    ``function`` is None when only the line is known. None when the model is not involved.
+    """
+    resolved = {str(Path(f).resolve()) for f in files}
+
+    def is_model(filename: str) -> bool:
+        return not filename.startswith("<") and str(Path(filename).resolve()) in resolved
+
+    frame = _model_frames(exc, is_model)
+    function: str | None = None
+    if frame is not None:
+        filename, lineno, function = frame
+    else:
+        found = _from_details(exc, is_model)
+        if found is None:
+            return None
+        filename, lineno, function = found
+    return {
+        "file": _show(filename, None).rpartition(":")[0],
+        "line": lineno,
+        "function": function,
+        "source": linecache.getline(filename, lineno).strip() or None,
+    }
+
+
+def located(exc: BaseException, files: Iterable[str]) -> dict[str, Any]:
+    """``{"location": {file, line, function, source}}`` when the error is in the model's files,
+    else nothing: what a compile report's ``error`` gains (diagnose and the console show it)."""
+    location = error_location(exc, files)
+    return {} if location is None else {"location": location}

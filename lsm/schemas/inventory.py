@@ -7,7 +7,7 @@ may parse answers into them without importing anything of the server.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,8 +106,46 @@ class AllowedTransfer(BaseModel):
     target: str
 
 
+CauseKind = Literal[
+    "pending_compile",
+    "failed_validation",
+    "failed_resource",
+    "skipped_dependency",
+    "stale_lock",
+    "deploying",
+    "in_transition",
+    "none",
+]
+
+
+class CauseSubject(BaseModel):
+    """What a cause is about: an instance, a resource, a compile, a lock (lease) or a validation."""
+
+    type: Literal["instance", "resource", "compile", "lock", "validation"]
+    id: str
+
+
+class Cause(BaseModel):
+    """One link of a diagnosis chain: the previous link holds because of this one."""
+
+    kind: CauseKind
+    message: str = Field(description="One line for a person, without the 'because'.")
+    subject: CauseSubject
+    at: datetime | None = Field(
+        None, description="When it happened, or when it will change (a retry, a lease takeover)."
+    )
+    details: dict[str, Any] = {}
+
+
 class DiagnosisOut(BaseModel):
-    """Why an instance is where it is: what it may do, its last error, its compiles, its failed resources."""
+    """Why an instance is where it is: the causal chain and its summary, what it may do, its last
+    error, its compiles, its failed resources."""
+
+    cause: list[Cause] = Field(
+        default_factory=list,
+        description="From the instance's symptom down to the root cause (docs/semantics.md §7).",
+    )
+    summary: str = Field("", description="The chain as one line: 'X is in S because A because B'.")
 
     instance: InstanceOut
     state: str

@@ -34,3 +34,6 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 200
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 #: the largest page of a resources or actions listing
 MAX_PAGE = 1000
+#: the most nodes a served graph (``/api/v1/graph/...``) may have: larger pictures are unreadable
+#: and cost the server a layout; the 422 says how to narrow the graph
+MAX_GRAPH_NODES = 500

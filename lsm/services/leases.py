@@ -22,6 +22,26 @@ def process_identity(role: str) -> tuple[str, dict[str, Any]]:
     return f"{role}@{host}:{pid}:{uuid.uuid4().hex[:8]}", {"host": host, "pid": pid, "role": role}
 
 
+def process_gone(info: dict[str, Any]) -> bool:
+    """The holder ran on this host and its process no longer exists (killed, crashed).
+
+    Only a process of this host can be checked; any other holder counts as alive until its
+    lease expires.
+    """
+    pid = info.get("pid")
+    if info.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 class Lease:
     def __init__(
         self, db: Database, name: str, owner: str, *, ttl: float = 15.0, info: dict[str, Any] | None = None

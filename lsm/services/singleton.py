@@ -10,12 +10,9 @@ Scale out on PostgreSQL instead, where workers coordinate through the database.
 
 from __future__ import annotations
 
-import os
-import socket
-
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import Database
-from lsm.services.leases import Lease, process_identity
+from lsm.services.leases import Lease, process_gone, process_identity
 
 NAME = "sqlite-worker"
 
@@ -45,15 +42,5 @@ def hold_sqlite_worker(db: Database, role: str, *, ttl: float = 15.0) -> Lease:
 
 def _gone(info: dict[str, object]) -> bool:
     """The holder ran on this host and its process no longer exists (killed, crashed)."""
-    pid = info.get("pid")
-    if info.get("host") != socket.gethostname() or not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
+    return process_gone(dict(info))
     return False

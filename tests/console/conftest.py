@@ -142,9 +142,12 @@ def shoot(request: pytest.FixtureRequest) -> Callable[[Page, str], Path]:
     return take
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    """One headless Chromium for the session (each test gets its own context: a fresh profile)."""
+    """One headless Chromium per test module (each test gets its own context: a fresh profile).
+
+    Not per session: Playwright's sync API runs an event loop in the main thread while it is
+    started, and tests of other modules call ``asyncio.run`` there."""
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium package to run the browser tests")
     if shutil.which("chromium") is None and not os.access(CHROMIUM, os.X_OK):

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from lsm.api.console.drawing import lifecycle_svg
+from lsm.api.console.drawing import TRIGGER_COLOURS, lifecycle_svg
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -37,6 +37,7 @@ def catalog(request: Request) -> Response:
 
 @router.get("/catalog/{entity}")
 async def entity(request: Request, entity: str) -> Response:
-    found = await run_in_threadpool(get_facades(request).catalog.get_entity, context_of(request), entity)
-    svg = await run_in_threadpool(lifecycle_svg, found.lifecycle)
-    return page(request, "entity.html", entity=found, lifecycle_svg=svg)
+    facades, ctx = get_facades(request), context_of(request)
+    found = await run_in_threadpool(facades.catalog.get_entity, ctx, entity)
+    svg = await run_in_threadpool(lifecycle_svg, facades, ctx, found.lifecycle.name)
+    return page(request, "entity.html", entity=found, lifecycle_svg=svg, trigger_colours=TRIGGER_COLOURS)

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.drawing import owner_tree_svg
 from lsm.api.console.forms import read_form
 from lsm.api.console.inventory import error_view
 from lsm.api.console.render import page
@@ -44,6 +45,8 @@ router = APIRouter(
 
 #: owned instances shown on the page (the rest: the owned entity's inventory)
 OWNED_SHOWN = 50
+#: event log lines drawn on the timeline, newest first (the whole log: the API's ``.../log``)
+TIMELINE_SHOWN = 200
 
 
 def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) -> dict[str, Any]:
@@ -68,7 +71,8 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "entity": found,
         "instance": instance,
         "rows": side_by_side(instance),
-        "log": log,
+        "log": log[-TIMELINE_SHOWN:],
+        "log_total": len(log),
         "resources": resources,
         "diagnosis": diagnosis,
         "owner": owner,
@@ -81,6 +85,7 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "set_state_targets": sorted({a.target for a in allowed if a.trigger == "api_set_state"}),
         "seen": json.dumps(editable, sort_keys=True),
         "values": {a.name: field_text(a, editable.get(a.name)) for a in found.attributes},
+        "owner_svg": owner_tree_svg(facades, ctx, entity, instance.id) if (owner or owned) else None,
     }
 
 

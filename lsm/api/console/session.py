@@ -119,11 +119,24 @@ class ConsoleAccess(Access):
     def __call__(self, request: Request) -> None:  # type: ignore[override]
         if not is_ready(request):
             raise ConsoleUnavailable()
-        ctx = console_context(request)
+        ctx = remembered_environment(console_context(request), request)
+        request.state.console_context = ctx
         try:
             check(self.scope, self.needed(request.method), ctx, get_facades(request))
         except LsmError as exc:
             raise ConsoleDenied(exc) from None
+
+
+def remembered_environment(ctx: RequestContext, request: Request) -> RequestContext:
+    """``ctx`` without the environment remembered by the switcher's cookie when that environment is
+    gone or not the caller's: the console falls back to the default one instead of answering every
+    page 404 (an environment named in the URL's ``env`` is still checked and refused as usual)."""
+    if request.query_params.get("env") or ctx.environment is None:
+        return ctx
+    found = get_facades(request).environments.identify(ctx.environment)
+    if found is None or not ctx.sees(*found):
+        return ctx.in_environment(None)
+    return ctx
 
 
 def console_require(read: Role, *, write: Role | None = None, scope: Scope = Scope.ENVIRONMENT) -> Any:

@@ -1,0 +1,349 @@
+"""Why is it stuck: an instance's causal chain, from its symptom down to the root cause.
+
+The rules (docs/semantics.md §7), in the order they are tried; the first that finds something
+tells the story, the others stay in the diagnosis' plain fields:
+
+1. ``failed_validation`` — the last thing that happened to the instance is a failed validation
+   compile: its model error, at the model's ``file:line`` (``error.location`` of the report).
+2. resources — the instance's resources in the desired state it is at: a resource that failed
+   (``failed_resource``, with 'retry 2 of 3 at 12:03' while the engine still retries), a skipped
+   one (``skipped_dependency`` links down its ``requires``, across agents, to the failed root),
+   one that is deploying or waiting for an agent (``deploying``) whose agent lease is stale
+   (``stale_lock``).
+3. ``pending_compile`` — a queued or running compile concerns the instance; what it waits for
+   (another exporting compile: 'queued behind the full compile F, running since ...'), and a
+   compile lease whose worker stopped its heartbeat or died (``stale_lock``).
+4. ``in_transition`` when the state moves on by itself (``auto``/resource transfers), else
+   ``none``.
+
+Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import RowMapping
+from sqlmodel import Session
+
+from lsm.deploy.agent import lease_name
+from lsm.inventory import deploy_queries, diagnosis_queries
+from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
+from lsm.model.meta import MetaError, meta_of
+from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
+from lsm.services.leases import process_gone
+
+#: triggers that move an instance on without anybody asking
+MOVING_TRIGGERS = ("auto", "resource_based")
+_OWNER = re.compile(r"@(?P<host>[^:/]+):(?P<pid>\d+):")
+
+
+def aware(at: datetime) -> datetime:
+    """A stored time, timezone-aware (SQLite keeps no offset; every stored time is UTC)."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def clock(at: datetime | None) -> str:
+    """A time as a person reads it in one line: ``12:03:05 UTC`` (the ``at`` field has the date)."""
+    return "?" if at is None else f"{aware(at):%H:%M:%S} UTC"
+
+
+def summary(subject: str, chain: list[Cause]) -> str:
+    """The chain read as one line: ``X is in `S` because A because B``."""
+    if not chain or chain[0].kind == "none":
+        return f"{subject}: {chain[0].message}" if chain else subject
+    return f"{subject} because " + " because ".join(c.message for c in chain)
+
+
+@dataclass
+class Situation:
+    """What diagnose read about one instance (the rules below decide from it)."""
+
+    env_id: str
+    instance: InstanceOut
+    #: ``(trigger, target)`` of each transfer out of the instance's state
+    transfers: list[tuple[str, str]]
+    events: list[EventRow]
+    validation: CompileRow | None
+    pending: CompileRow | None
+
+
+class Diagnosis:
+    """The causal chain of one instance, read in one session (``chain()``)."""
+
+    def __init__(self, session: Session, situation: Situation, *, now: datetime | None = None) -> None:
+        self.session = session
+        self.s = situation
+        self.now = aware(now or utcnow())
+
+    def chain(self) -> list[Cause]:
+        for rule in (self._validation, self._resources, self._compile):
+            found = rule()
+            if found:
+                return found
+        state = self.s.instance.state
+        moving = sorted({t for t, target in self.s.transfers if t in MOVING_TRIGGERS and target != state})
+        if moving:
+            message = f"`{state}` moves on by itself ({', '.join(moving)} transfer), nothing holds it back"
+            return [self._cause("in_transition", message, "instance", self.s.instance.id, triggers=moving)]
+        return [self._cause("none", f"nothing holds it back in `{state}`", "instance", self.s.instance.id)]
+
+    def _cause(
+        self,
+        kind: str,
+        message: str,
+        subject: str,
+        subject_id: str,
+        at: datetime | None = None,
+        **details: Any,
+    ) -> Cause:
+        return Cause.model_validate(
+            {
+                "kind": kind,
+                "message": message,
+                "subject": CauseSubject.model_validate({"type": subject, "id": subject_id}),
+                "at": None if at is None else aware(at),
+                "details": details,
+            }
+        )
+
+    # -- 1. a failed validation -------------------------------------------------------------------
+    def _validation(self) -> list[Cause]:
+        validation = self.s.validation
+        if validation is None or validation.status != "failed" or not self.s.events:
+            return []
+        if self.s.events[-1].compile_id != validation.id:
+            return []  # something happened to the instance since: the failure is history
+        error = dict(validation.report.get("error") or {})
+        location = error.get("location") or {}
+        message = f"validation compile {validation.id} failed: {error.get('message', 'no report')}"
+        if location:
+            where = f"{location.get('file')}:{location.get('line')}"
+            if where not in message:
+                message += f" at {where}"
+            if location.get("source"):
+                message += f": `{location['source']}`"
+        details = {"error": error.get("error"), "location": location or None}
+        return [
+            self._cause(
+                "failed_validation", message, "validation", validation.id, validation.finished_at, **details
+            )
+        ]
+
+    # -- 2. resources -------------------------------------------------------------------------------
+    def _resources(self) -> list[Cause]:
+        record, rows, planned = deploy_queries.instance_deploy_state(
+            self.session, self.s.env_id, self.s.instance.id
+        )
+        if record is None or not planned:
+            return []
+        mine = [rows[rid] for rid in record.resource_ids if rid in rows]
+        failing = [r for r in mine if r["status"] == "failed" or (r["status"] == "pending" and r["attempts"])]
+        skipped = [r for r in mine if r["status"] == "skipped"]
+        if failing:
+            return [self._failed(failing[0])]
+        if skipped:
+            path = diagnosis_queries.blocking_path(self.session, self.s.env_id, skipped[0])
+            links = [
+                self._cause(
+                    "skipped_dependency",
+                    f"resource {row['resource_id']} is skipped",
+                    "resource",
+                    row["resource_id"],
+                    row["last_action_at"],
+                    agent=row["agent"],
+                    requires=sorted(row["requires"] or []),
+                )
+                for row in path
+                if row["status"] == "skipped"
+            ]
+            root = path[-1]
+            return links + ([self._failed(root)] if root["status"] == "failed" else [])
+        waiting = [r for r in mine if r["status"] in ("deploying", "pending")]
+        return self._waiting(waiting) if waiting else []
+
+    def _failed(self, row: RowMapping) -> Cause:
+        rid, attempts = row["resource_id"], int(row["attempts"] or 0)
+        retry = self._retry_of(rid)
+        message = f"resource {rid} failed: {row['last_error'] or 'no error message'}"
+        at = row["next_attempt_at"]
+        if row["status"] == "pending" and attempts:  # the engine tries again
+            of = "for ever" if retry == -1 else f"of {retry}"
+            message += f", retry {attempts} {of} at {clock(at)}"
+        elif attempts > 1:
+            message += f" ({attempts} tries, no retry left)"
+        return self._cause(
+            "failed_resource",
+            message,
+            "resource",
+            rid,
+            at if row["status"] == "pending" else row["last_action_at"],
+            agent=row["agent"],
+            attempts=attempts,
+            retry=retry,
+            error=row["last_error"],
+            final=row["status"] == "failed",
+        )
+
+    def _retry_of(self, resource_id: str) -> int | None:
+        desired = deploy_queries.desired_resource(self.session, self.s.env_id, resource_id)
+        if desired is None:
+            return None
+        try:
+            return meta_of(desired[1]).retry
+        except MetaError:
+            return None
+
+    def _waiting(self, rows: list[RowMapping]) -> list[Cause]:
+        """Resources the agents have not finished: a stale agent lease, else who deploys what."""
+        by_agent: dict[str, RowMapping] = {}
+        for row in rows:
+            by_agent.setdefault(row["agent"], row)
+        held = diagnosis_queries.leases(self.session, (lease_name(self.s.env_id, a) for a in by_agent))
+        for agent, row in sorted(by_agent.items()):
+            lease = held.get(lease_name(self.s.env_id, agent))
+            stale = self._stale_lease(lease, f"agent {agent}") if lease is not None else None
+            if stale is not None:
+                waiting = self._cause(
+                    "deploying",
+                    f"resource {row['resource_id']} waits for agent {agent}",
+                    "resource",
+                    row["resource_id"],
+                    agent=agent,
+                    status=row["status"],
+                )
+                return [waiting, stale]
+        agent, row = sorted(by_agent.items())[0]
+        lease = held.get(lease_name(self.s.env_id, agent))
+        if row["status"] == "deploying":
+            message = f"agent {agent} is deploying resource {row['resource_id']}"
+        elif lease is None:
+            message = f"resource {row['resource_id']} waits for agent {agent}, which no agent process holds"
+        else:
+            message = f"resource {row['resource_id']} waits for agent {agent}"
+        return [
+            self._cause(
+                "deploying",
+                message,
+                "resource",
+                row["resource_id"],
+                row["last_action_at"],
+                agent=agent,
+                status=row["status"],
+                holder=None if lease is None else lease.owner,
+            )
+        ]
+
+    def _stale_lease(self, lease: LeaseRow, what: str) -> Cause | None:
+        """A lease whose holder stopped renewing it or whose process is gone, else None."""
+        expires = aware(lease.expires_at)
+        gone = process_gone(lease.info or {})
+        if expires > self.now and not gone:
+            return None
+        holder = f"{lease.owner} since {clock(lease.acquired_at)}"
+        why = "whose process is gone" if gone and expires > self.now else "whose heartbeat stopped"
+        message = (
+            f"the lease of {what} is held by {holder}, {why}; it is taken over at {clock(expires)}"
+            if expires > self.now
+            else f"the lease of {what} is held by {holder}, {why}; it expired at {clock(expires)} "
+            "and is taken over by the next agent that looks"
+        )
+        return self._cause(
+            "stale_lock", message, "lock", lease.name, expires, holder=lease.owner, info=lease.info or {}
+        )
+
+    # -- 3. compiles ------------------------------------------------------------------------------
+    def _compile(self) -> list[Cause]:
+        pending = self.s.pending
+        if pending is None:
+            return []
+        chain = [
+            self._cause(
+                "pending_compile", self._waiting_for(pending), "compile", pending.id, pending.created_at
+            )
+        ]
+        holder: CompileRow | None = pending if pending.status == "running" else None
+        if pending.merged_into is not None:  # the compile that runs it holds the lease
+            leader = diagnosis_queries.compile_row(self.session, pending.merged_into)
+            if leader is not None:
+                since = f", running since {clock(leader.started_at)}" if leader.status == "running" else ""
+                message = f"the {leader.kind} compile {leader.id} runs it{since}"
+                chain.append(self._cause("pending_compile", message, "compile", leader.id, leader.started_at))
+                holder = leader if leader.status == "running" else None
+        if pending.status == "queued" and pending.kind != "validation":
+            ahead = self._ahead_of(pending)
+            if ahead is not None:
+                since = f", running since {clock(ahead.started_at)}" if ahead.status == "running" else ""
+                queued = "queued behind" if ahead.status == "queued" else "waiting for"
+                message = f"{queued} the {ahead.kind} compile {ahead.id}{since}"
+                chain.append(
+                    self._cause(
+                        "pending_compile", message, "compile", ahead.id, ahead.started_at or ahead.created_at
+                    )
+                )
+                holder = ahead if ahead.status == "running" else None
+        if holder is not None:
+            stale = self._stale_compile(holder)
+            if stale is not None:
+                chain.append(stale)
+        return chain
+
+    def _waiting_for(self, row: CompileRow) -> str:
+        if row.merged_into is not None:
+            return f"waiting for the {row.kind} compile {row.id}, merged into compile {row.merged_into}"
+        if row.status == "running":
+            return f"waiting for the {row.kind} compile {row.id}, running since {clock(row.started_at)}"
+        return f"waiting for the {row.kind} compile {row.id}, queued at {clock(row.created_at)}"
+
+    def _ahead_of(self, pending: CompileRow) -> CompileRow | None:
+        """What an exporting request waits for: the running exporting compile of the environment,
+        else a queued full compile it will be merged into, else an older queued request."""
+        active = [
+            r for r in diagnosis_queries.active_exporting(self.session, self.s.env_id) if r.id != pending.id
+        ]
+        running = [r for r in active if r.status == "running" and r.merged_into is None]
+        if running:
+            return running[0]
+        fulls = [r for r in active if r.kind == "full" and r.merged_into is None]
+        if fulls:
+            return fulls[0]
+        older = [r for r in active if aware(r.created_at) < aware(pending.created_at)]
+        return older[0] if older else None
+
+    def _stale_compile(self, row: CompileRow) -> Cause | None:
+        """A running compile whose worker stopped renewing its lease, or whose process is gone."""
+        if row.lease_expires is None or row.lease_owner is None:
+            return None
+        expires = aware(row.lease_expires)
+        match = _OWNER.search(row.lease_owner)
+        gone = match is not None and process_gone({"host": match["host"], "pid": int(match["pid"])})
+        if expires > self.now and not gone:
+            return None
+        holder = f"{row.lease_owner} since {clock(row.started_at)}"
+        why = "whose process is gone" if gone else "whose heartbeat stopped"
+        when = (
+            f"it is taken over at {clock(expires)}"
+            if expires > self.now
+            else f"it expired at {clock(expires)} and is taken over by the next worker that claims"
+        )
+        message = f"the lease of compile {row.id} is held by {holder}, {why}; {when}"
+        return self._cause(
+            "stale_lock",
+            message,
+            "lock",
+            f"compile:{row.id}",
+            expires,
+            holder=row.lease_owner,
+            attempts=row.attempts,
+        )
+
+
+def display_name(instance: InstanceOut, identity: str | None) -> str:
+    """How the summary names the instance: its entity and identity value (else a ``name``
+    attribute, as most models have one), else its id."""
+    attributes = instance.active_attributes or instance.candidate_attributes or {}
+    value = attributes.get(identity or "name")
+    return f"{instance.service_entity} {value if value is not None else instance.id}"
