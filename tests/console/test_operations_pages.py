@@ -236,6 +236,16 @@ def test_a_failed_compile_shows_its_model_error_and_traceback(
     report = pages.get(f"/compiles/{failed[0]['id']}")
     assert report.status_code == 200
     assert "widget w1 exploded" in report.text and 'class="traceback"' in report.text
+    # the report locates the error in the model: its source line is highlighted, and its frame
+    location = failed[0]["report"]["error"]["location"]
+    assert location["source"] == 'raise ValueError(f"widget {w.name} exploded")'
+    assert f'<span class="hit" data-line="{location["line"]}">' in report.text
+    assert "raise ValueError(f&#34;widget {w.name} exploded&#34;)</span>" in report.text
+    # the traceback's frame of that line, where it has one, is marked too
+    frame = f"fragile.py&#34;, line {location['line']},"
+    for found in re.finditer(re.escape(frame), report.text):
+        line_start = report.text.rfind("\n", 0, found.start())
+        assert '<span class="hit">' in report.text[line_start : found.start()], "an unmarked model frame"
     listed = pages.get("/compiles", params={"status": "failed"})
     assert re.findall(r'data-compile="([^"]+)"', listed.text) == [c["id"] for c in failed]
 

@@ -9,6 +9,7 @@ raised), that source line is shown highlighted, and so is its frame in the trace
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -119,13 +120,30 @@ def error_location(error: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def traceback_lines(error: dict[str, Any] | None) -> list[tuple[str, bool]]:
-    """The traceback's lines, each with whether it is the frame of ``error.location``."""
+    """The traceback's lines, each with whether it is the frame of ``error.location``.
+
+    The location names the file as the report shows it (possibly shortened, relative to the
+    model); the traceback has the full path: a frame matches on its line number and a path that
+    ends with the location's file.
+    """
     text = error.get("traceback") if error else None
     if not isinstance(text, str):
         return []
     location = error_location(error)
-    mark = None
-    if location is not None:
-        mark = f'"{location.get("file")}", line {location.get("line")}'
     lines = text.rstrip("\n").split("\n")
-    return [(line, mark is not None and mark in line) for line in lines]
+    if location is None:
+        return [(line, False) for line in lines]
+    file, number = str(location.get("file") or ""), str(location.get("line"))
+
+    def is_frame(line: str) -> bool:
+        found = _FRAME.search(line)
+        if found is None or found.group(2) != number or not file:
+            return False
+        path = found.group(1)
+        return path == file or path.endswith("/" + file.lstrip("./")) or file.endswith(path)
+
+    return [(line, is_frame(line)) for line in lines]
+
+
+#: a frame line of a Python traceback: ``  File "path", line N, in function``
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
