@@ -16,17 +16,22 @@ class CatalogFacade:
     def __init__(self, core: Core) -> None:
         self.core = core
 
-    def list_entities(self, ctx: RequestContext) -> list[EntityOut]:
+    def list_entities(self, ctx: RequestContext, *, summary: bool = True) -> list[EntityOut]:
         env = self.core.environments.context(ctx.environment)
-        return [self.get_entity(ctx.in_environment(env.env_id), name) for name in env.catalog.names()]
+        here = ctx.in_environment(env.env_id)
+        return [self.get_entity(here, name, summary=summary) for name in env.catalog.names()]
 
-    def get_entity(self, ctx: RequestContext, entity: str) -> EntityOut:
+    def get_entity(self, ctx: RequestContext, entity: str, *, summary: bool = True) -> EntityOut:
+        """One entity; ``summary=False`` leaves ``instance_summary`` empty (it counts the entity's
+        instances: pages that do not show it skip a read that grows with the inventory)."""
         env = self.core.environments.context(ctx.environment)
         described = env.catalog.describe(entity)
-        with self.core.db.read() as session:
-            summary = repo.count_by_state(session, env.env_id, entity)
+        counts: dict[str, int] = {}
+        if summary:
+            with self.core.db.read() as session:
+                counts = repo.count_by_state(session, env.env_id, entity)
         lifecycle = self.lifecycle(ctx, env.binding(entity).lifecycle)
-        return EntityOut.model_validate({**described, "lifecycle": lifecycle, "instance_summary": summary})
+        return EntityOut.model_validate({**described, "lifecycle": lifecycle, "instance_summary": counts})
 
     def entity_schema(self, ctx: RequestContext, entity: str) -> dict[str, Any]:
         return self.core.environments.context(ctx.environment).catalog.json_schema(entity)

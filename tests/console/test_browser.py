@@ -14,7 +14,10 @@ def test_the_catalog_shows_each_entity_and_draws_its_lifecycle(
     console_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
 ) -> None:
     page = browser_page
-    page.goto(f"{console_server.url}/catalog")
+    page.goto(f"{console_server.url}/")
+    expect(page.get_by_role("heading", name="Environment default")).to_be_visible()
+    shoot(page, "overview")
+    page.get_by_role("link", name="Catalog", exact=True).click()
     expect(page.get_by_role("link", name="router", exact=True)).to_be_visible()
     shoot(page, "catalog")
     page.get_by_role("link", name="router", exact=True).click()

@@ -31,7 +31,7 @@ def overview(request: Request) -> Response:
 
 @router.get("/catalog")
 def catalog(request: Request) -> Response:
-    entities = get_facades(request).catalog.list_entities(context_of(request))
+    entities = get_facades(request).catalog.list_entities(context_of(request), summary=False)
     return page(request, "catalog.html", entities=entities)
 
 

@@ -51,7 +51,7 @@ TIMELINE_SHOWN = 200
 
 def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) -> dict[str, Any]:
     """Everything the instance page shows, read through the facades (one call each)."""
-    found = facades.catalog.get_entity(ctx, entity)
+    found = facades.catalog.get_entity(ctx, entity, summary=False)
     instance = facades.inventory.get_instance(ctx, entity, ref)
     diagnosis = facades.inventory.diagnose(ctx, entity, instance.id)
     log = facades.inventory.instance_log(ctx, entity, instance.id)
@@ -173,7 +173,7 @@ async def update(request: Request, entity: str, ref: str) -> Response:
     fields = await read_form(request)
     facades = get_facades(request)
     ctx = context_of(request)
-    found = await run_in_threadpool(facades.catalog.get_entity, ctx, entity)
+    found = await run_in_threadpool(lambda: facades.catalog.get_entity(ctx, entity, summary=False))
     seen = form_seen(fields) or {}
     changed: dict[str, Any] = {}
 

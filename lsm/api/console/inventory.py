@@ -55,7 +55,7 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 @router.get("/inventory")
 def entities(request: Request) -> Response:
     found = get_facades(request).catalog.list_entities(context_of(request))
-    return page(request, "overview.html", entities=found)
+    return page(request, "overview.html", entities=found)  # the counts per state: the overview's point
 
 
 def _search(request: Request, entity: EntityOut, query: str) -> list[InstanceOut]:
@@ -76,7 +76,7 @@ def instances(request: Request, entity: str) -> Response:
     """The instances of ``entity``: state filter, identity search, paging, live refresh."""
     facades = get_facades(request)
     ctx = context_of(request)
-    found = facades.catalog.get_entity(ctx, entity)
+    found = facades.catalog.get_entity(ctx, entity, summary=False)
     limit = int_param(request, "limit", 50, 1, 500)
     offset = int_param(request, "offset", 0, 0, 10_000_000)
     known = [s.name for s in found.lifecycle.states]
@@ -119,7 +119,7 @@ def instances(request: Request, entity: str) -> Response:
 
 @router.get("/inventory/{entity}/new")
 def order_form(request: Request, entity: str) -> Response:
-    found = get_facades(request).catalog.get_entity(context_of(request), entity)
+    found = get_facades(request).catalog.get_entity(context_of(request), entity, summary=False)
     return page(request, "order.html", entity=found, values={}, error=None)
 
 
@@ -129,7 +129,7 @@ async def order(request: Request, entity: str) -> Response:
     fields = await read_form(request)
     facades = get_facades(request)
     ctx = context_of(request)
-    found = await run_in_threadpool(facades.catalog.get_entity, ctx, entity)
+    found = await run_in_threadpool(lambda: facades.catalog.get_entity(ctx, entity, summary=False))
     values = {k.removeprefix("attr."): v for k, v in fields.items() if k.startswith("attr.")}
     try:
         attributes = attribute_values(fields, found.attributes)
