@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.params import Offset, Version
 from lsm.api.responses import READ, errors
 from lsm.schemas.auth import Role
-from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
+from lsm.schemas.desired_state import (
+    DesiredStateDiffOut,
+    DesiredStateOut,
+    DesiredStateResourceOut,
+    DesiredStateVersionOut,
+)
+from lsm.schemas.limits import MAX_INT
 
 router = APIRouter(
     prefix="/api/v1/desired_state",
@@ -44,3 +50,15 @@ def get_desired_state_resources(
 ) -> list[DesiredStateResourceOut]:
     """The version's resources: id, set, attributes, requires."""
     return facades.desired_state.desired_state_resources(ctx, version)
+
+
+@router.get("/{version}/diff/{other}")
+def get_desired_state_diff(
+    version: Version,
+    other: Annotated[int, Path(ge=0, le=MAX_INT, description="The version to compare with.")],
+    facades: FacadesDep,
+    ctx: ContextDep,
+) -> DesiredStateDiffOut:
+    """What turns ``version`` into ``other``: sets added/removed/changed, then resources with
+    their changed fields. Reads only the sets written between the two (copy-on-write)."""
+    return facades.desired_state.desired_state_diff(ctx, version, other)

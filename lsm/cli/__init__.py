@@ -1022,37 +1022,6 @@ def selector_list(url: Url = DEFAULT_URL, environment: Environment = None, as_js
     call(url, environment, as_json, lambda c: c.list_selectors(), show)
 
 
-@app.command("desired-state")
-def desired_state(
-    version: Annotated[int | None, typer.Argument(help="A version; all versions when absent.")] = None,
-    resources: Annotated[bool, typer.Option("--resources", help="List the version's resources.")] = False,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
-) -> None:
-    """Desired-state versions (newest first), or one version's resource sets or resources."""
-
-    def request(client: Client) -> Any:
-        if version is None:
-            return client.desired_states()
-        return client.desired_state_resources(version) if resources else client.desired_state(version)
-
-    def show(data: Any) -> None:
-        if isinstance(data, dict):
-            _print_kv(data, title=f"desired state {version}")
-            return
-        if not data:
-            out.print("[dim](none)[/]")
-            return
-        columns = tuple(dict.fromkeys(k for row in data for k in row))
-        table = _table(None, columns)
-        for row in data:
-            table.add_row(*(_cell(row.get(c)) for c in columns))
-        out.print(table)
-
-    call(url, environment, as_json, request, show)
-
-
 # -- resources and deploy ----------------------------------------------------------------------------
 #: how a resource status is shown in tables
 _STATUS_STYLE = {
@@ -1622,5 +1591,6 @@ def main() -> None:
 
 # Command groups that live in their own modules register themselves on ``app`` when imported;
 # they are imported last, once every shared helper above exists.
+from lsm.cli import desired_state as _desired_state  # noqa: E402, F401
 from lsm.cli import graph as _graph  # noqa: E402,F401  (registers ``lsm graph``)
 from lsm.cli import webhooks as _webhooks  # noqa: E402,F401  (registers lsm webhook)

@@ -321,6 +321,10 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """The resources of one version."""
         return self._many(Request("GET", f"/api/v1/desired_state/{_seg(version)}/resources"))
 
+    def desired_state_diff(self, version: int, other: int) -> ObjT:
+        """What turns ``version`` into ``other``: sets, then resources with their changed fields."""
+        return self._one(Request("GET", f"/api/v1/desired_state/{_seg(version)}/diff/{_seg(other)}"))
+
     # -- graphs ---------------------------------------------------------------------------------------
     def graph(self, kind: str, name: str | None = None, **params: Any) -> ObjT:
         """A picture as graph data (``{title, direction, nodes, edges}``): ``kind`` is ``lifecycle``

@@ -6,6 +6,7 @@ deploy engine read versions back. See ``store`` for the storage design and ``mer
 rules of docs/semantics.md §4.
 """
 
+from lsm.desired_state.diff import ResourceChange, SetChange, VersionDiff
 from lsm.desired_state.records import (
     ExportKind,
     ExportRequest,
@@ -20,8 +21,11 @@ __all__ = [
     "DesiredStateStore",
     "ExportKind",
     "ExportRequest",
+    "ResourceChange",
     "ResourceRecord",
+    "SetChange",
     "VersionContent",
+    "VersionDiff",
     "VersionInfo",
     "resource_set_hash",
 ]

@@ -32,6 +32,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from lsm.desired_state import statements as sql
+from lsm.desired_state.diff import VersionDiff, version_diff
 from lsm.desired_state.merge import SHARED, ExportCheck, ExportPlan
 from lsm.desired_state.records import (
     ExportRequest,
@@ -246,6 +247,31 @@ class DesiredStateStore:
             found = {name: first for name, first in conn.execute(query)}
             self._get_version(conn, env_id, number)
         return found
+
+    def diff(self, env_id: str, a: int, b: int) -> VersionDiff:
+        """What turns version ``a`` into version ``b``: sets, then resources (``lsm.desired_state.diff``).
+
+        Reads only the sets written or closed between the two versions. ``UnknownVersion``
+        names the first of the two that does not exist (any more).
+        """
+        with self._db.read() as session:
+            conn = session.connection()
+            found = version_diff(conn, env_id, a, b)
+            for number in (a, b):  # after the rows: see _get_version
+                self._check_version(conn, env_id, number)
+        return found
+
+    @staticmethod
+    def _check_version(conn: Connection, env_id: str, number: int) -> None:
+        """``UnknownVersion`` unless version ``number`` exists; reads only its key (the header of a
+        full export carries every set name in ``sets_replaced``: decoding it costs the version)."""
+        found = conn.execute(
+            select(ds_version.c.number).where(ds_version.c.env_id == env_id, ds_version.c.number == number)
+        ).first()
+        if found is None:
+            raise UnknownVersion(
+                f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
+            )
 
     def _get_version(self, conn: Connection, env_id: str, number: int) -> VersionInfo:
         """The version row, checked AFTER reading its rows: retention may delete a version

@@ -139,10 +139,26 @@ class CompilesFacade:
             for name, cls in available_selectors(env.model).items()
         ]
 
-    def list_compiles(self, ctx: RequestContext, *, limit: int = 50, offset: int = 0) -> list[CompileOut]:
+    def list_compiles(
+        self,
+        ctx: RequestContext,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        kind: CompileKind | None = None,
+        status: CompileStatus | None = None,
+    ) -> list[CompileOut]:
+        """A page of the queue and history, newest first, optionally of one kind or status."""
         env_id = self.core.environments.context(ctx.environment).env_id
         with self.core.db.read() as session:
-            rows = repo.list_compiles(session, env_id, limit=limit, offset=offset)
+            rows = repo.list_compiles(
+                session,
+                env_id,
+                limit=limit,
+                offset=offset,
+                kind=None if kind is None else kind.value,
+                status=None if status is None else status.value,
+            )
         return [compile_out(r) for r in rows]
 
     def get_compile(self, ctx: RequestContext, compile_id: str) -> CompileOut:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from lsm.desired_state import VersionInfo
+from lsm.desired_state import ResourceRecord, VersionDiff, VersionInfo
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.schemas.desired_state import DesiredStateOut, DesiredStateResourceOut, DesiredStateVersionOut
+from lsm.schemas.desired_state import (
+    DesiredStateDiffOut,
+    DesiredStateOut,
+    DesiredStateResourceOut,
+    DesiredStateVersionOut,
+    ResourceChangeOut,
+    ResourceSideOut,
+    SetChangeOut,
+)
 
 
 class DesiredStateFacade:
@@ -30,11 +38,45 @@ class DesiredStateFacade:
         header = _version_out(info).model_dump()
         return DesiredStateOut(**header, sets=content.sets, shared=content.shared)
 
-    def desired_state_resources(self, ctx: RequestContext, version: int) -> list[DesiredStateResourceOut]:
+    def desired_state_resources(
+        self, ctx: RequestContext, version: int, *, set_name: str | None = None
+    ) -> list[DesiredStateResourceOut]:
+        """The version's resources (``set_name``: only that named set's, through its index)."""
         return [
-            DesiredStateResourceOut(id=r.id, set=set_name, attributes=r.attributes, requires=list(r.requires))
-            for set_name, r in self.core.store.resources(self._env_id(ctx), version)
+            DesiredStateResourceOut(id=r.id, set=name, attributes=r.attributes, requires=list(r.requires))
+            for name, r in self.core.store.resources(self._env_id(ctx), version, set_name)
         ]
+
+    def desired_state_diff(self, ctx: RequestContext, version: int, other: int) -> DesiredStateDiffOut:
+        """What turns ``version`` into ``other``; ``UnknownVersion`` names a missing one."""
+        return diff_out(self.core.store.diff(self._env_id(ctx), version, other))
+
+
+def diff_out(diff: VersionDiff) -> DesiredStateDiffOut:
+    return DesiredStateDiffOut(
+        from_version=diff.from_version,
+        to_version=diff.to_version,
+        sets=[
+            SetChangeOut(name=s.name, change=s.change, before_count=s.before_count, after_count=s.after_count)
+            for s in diff.sets
+        ],
+        resources=[
+            ResourceChangeOut(
+                id=r.id,
+                change=r.change,
+                fields=list(r.fields),
+                before=_side(r.set_before, r.before),
+                after=_side(r.set_after, r.after),
+            )
+            for r in diff.resources
+        ],
+    )
+
+
+def _side(set_name: str | None, record: ResourceRecord | None) -> ResourceSideOut | None:
+    if record is None:
+        return None
+    return ResourceSideOut(set=set_name, attributes=record.attributes, requires=list(record.requires))
 
 
 def _version_out(info: VersionInfo) -> DesiredStateVersionOut:

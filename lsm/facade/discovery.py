@@ -91,6 +91,13 @@ class DiscoveryFacade:
             raise NotFound(f"no discovered resource {resource_id}", resource_id=resource_id)
         return discovered_out(row)
 
+    def adoption_targets(self, ctx: RequestContext) -> dict[str, list[str]]:
+        """Resource type -> the entities the model may adopt it into (``@lsm.adopt`` declarations)."""
+        found: dict[str, list[str]] = {}
+        for resource_type, entity in sorted(self._env(ctx).model.adopters):
+            found.setdefault(resource_type, []).append(entity)
+        return found
+
     def adopt(
         self,
         ctx: RequestContext,

@@ -241,11 +241,23 @@ def get_compile(session: Session, env_id: str, compile_id: str) -> CompileRow:
     return row
 
 
-def list_compiles(session: Session, env_id: str, *, limit: int = 50, offset: int = 0) -> list[CompileRow]:
+def list_compiles(
+    session: Session,
+    env_id: str,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    kind: str | None = None,
+    status: str | None = None,
+) -> list[CompileRow]:
+    """A page of the environment's compiles, newest first; ``status`` rides on ``ix_lsm_compile_queue``."""
+    query = select(CompileRow).where(CompileRow.env_id == env_id)
+    if kind is not None:
+        query = query.where(CompileRow.kind == kind)
+    if status is not None:
+        query = query.where(CompileRow.status == status)
     query = (
-        select(CompileRow)
-        .where(CompileRow.env_id == env_id)
-        .order_by(col(CompileRow.created_at).desc(), col(CompileRow.id).desc())
+        query.order_by(col(CompileRow.created_at).desc(), col(CompileRow.id).desc())
         .limit(limit)
         .offset(offset)
     )

@@ -35,3 +35,39 @@ class DesiredStateResourceOut(BaseModel):
     set: str | None
     attributes: dict[str, Any]
     requires: list[str]
+
+
+class SetChangeOut(BaseModel):
+    """A named set that differs between two versions: ``added``, ``removed`` or ``changed``."""
+
+    name: str
+    change: str
+    before_count: int
+    after_count: int
+
+
+class ResourceSideOut(BaseModel):
+    """One side of a resource change: its set (``None``: shared), attributes and requires."""
+
+    set: str | None
+    attributes: dict[str, Any]
+    requires: list[str]
+
+
+class ResourceChangeOut(BaseModel):
+    """A resource that differs; ``fields`` names the changed attributes, ``requires`` and ``set``."""
+
+    id: str
+    change: str
+    fields: list[str]
+    before: ResourceSideOut | None
+    after: ResourceSideOut | None
+
+
+class DesiredStateDiffOut(BaseModel):
+    """What turns version ``from_version`` into ``to_version``: sets first, then resources."""
+
+    from_version: int
+    to_version: int
+    sets: list[SetChangeOut]
+    resources: list[ResourceChangeOut]

@@ -52,6 +52,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/desired_state"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}/resources"): (V, ENV),
+    ("GET", "/api/v1/desired_state/{version}/diff/{other}"): (V, ENV),
     ("GET", "/api/v1/graph/lifecycle/{name}"): (V, ENV),
     ("GET", "/api/v1/graph/owners"): (V, ENV),
     ("GET", "/api/v1/graph/sets"): (V, ENV),
@@ -100,6 +101,17 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("POST", "/inventory/{entity}/{ref}/update"): (OP, ENV),
     ("POST", "/inventory/{entity}/{ref}/state"): (OP, ENV),
     ("POST", "/inventory/{entity}/{ref}/delete"): (OP, ENV),
+    # the console's operations pages (lsm.api.console.operations)
+    ("GET", "/compiles"): (V, ENV),
+    ("GET", "/compiles/{compile_id}"): (V, ENV),
+    ("GET", "/desired-state"): (V, ENV),
+    ("GET", "/desired-state/diff"): (V, ENV),
+    ("GET", "/desired-state/{version}"): (V, ENV),
+    ("GET", "/desired-state/{version}/diff/{other}"): (V, ENV),
+    ("GET", "/resources"): (V, ENV),
+    ("GET", "/resources/{resource_id:path}"): (V, ENV),
+    ("GET", "/discovered"): (V, ENV),
+    ("POST", "/discovered/adopt"): (OP, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything
@@ -176,6 +188,8 @@ def _fill(path: str, secured: Secured) -> str:
         "{token_id}": secured.ids["spare"],
         "{resource_id}": "std::File[h1,path=/etc/motd]",
         "{webhook_id}": "00000000-0000-0000-0000-000000000000",
+        "{resource_id:path}": "std::File[h1,path=/etc/motd]",
+        "{other}": "1",
     }
     for placeholder, value in values.items():
         path = path.replace(placeholder, value)

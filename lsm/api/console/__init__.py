@@ -14,7 +14,17 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from lsm.api.access import check_declared
-from lsm.api.console import catalog, instance, inventory, live, login
+from lsm.api.console import (
+    catalog,
+    compiles_pages,
+    desired_state_pages,
+    discovered_pages,
+    instance,
+    inventory,
+    live,
+    login,
+    resources_pages,
+)
 from lsm.api.console.session import new_secret
 
 #: every console router, in the order they are included
@@ -24,6 +34,11 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     live.router,
     inventory.router,
     instance.router,
+    # the operations pages (lsm.api.console.operations)
+    compiles_pages.router,
+    desired_state_pages.router,
+    resources_pages.router,
+    discovered_pages.router,
 )
 
 

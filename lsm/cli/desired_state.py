@@ -1,0 +1,122 @@
+"""``lsm desired-state``: versions, one version's sets or resources, and the diff of two versions.
+
+Why a group with a default command: ``lsm desired-state [VERSION] [--resources]`` predates
+``lsm desired-state diff A B``. The group sends every invocation whose first word is not one
+of its commands to ``show``, so both spellings work and ``diff`` reads as a subcommand.
+
+Example::
+
+    lsm desired-state                 # the versions, newest first
+    lsm desired-state 7 --resources   # version 7's resources
+    lsm desired-state diff 6 7        # sets and resources that differ, changed fields marked
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from lsm.cli import DEFAULT_URL as DEFAULT_URL
+from lsm.cli import AsJson, Environment, Url, _cell, _print_kv, _short, _table, app, call, out
+
+if TYPE_CHECKING:
+    from lsm.client import Client
+
+
+class _DefaultShow(TyperGroup):
+    """A group that runs ``show`` unless its first argument names another of its commands."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # ctx is typer's click Context (typer may carry its own click): Any keeps us off its path
+        if args == ["--help"]:
+            return super().parse_args(ctx, args)
+        if not args or args[0] not in self.commands:
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+desired_state_app = typer.Typer(
+    cls=_DefaultShow,
+    help="Desired-state versions: list, show one (VERSION [--resources]), diff two (diff A B).",
+)
+app.add_typer(desired_state_app, name="desired-state")
+
+
+@desired_state_app.command("show")
+def show_versions(
+    version: Annotated[int | None, typer.Argument(help="A version; all versions when absent.")] = None,
+    resources: Annotated[bool, typer.Option("--resources", help="List the version's resources.")] = False,
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """Versions (newest first), or one version's sets or resources (the default command)."""
+
+    def request(client: Client) -> Any:
+        if version is None:
+            return client.desired_states()
+        return client.desired_state_resources(version) if resources else client.desired_state(version)
+
+    def show(data: Any) -> None:
+        if isinstance(data, dict):
+            _print_kv(data, title=f"desired state {version}")
+            return
+        if not data:
+            out.print("[dim](none)[/]")
+            return
+        columns = tuple(dict.fromkeys(k for row in data for k in row))
+        table = _table(None, columns)
+        for row in data:
+            table.add_row(*(_cell(row.get(c)) for c in columns))
+        out.print(table)
+
+    call(url, environment, as_json, request, show)
+
+
+_CHANGE_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
+
+
+@desired_state_app.command("diff")
+def diff_versions(
+    version: Annotated[int, typer.Argument(help="The version to compare from.", min=0)],
+    other: Annotated[int, typer.Argument(help="The version to compare to.", min=0)],
+    url: Url = DEFAULT_URL,
+    environment: Environment = None,
+    as_json: AsJson = False,
+) -> None:
+    """What turns VERSION into OTHER: sets added/removed/changed, then resources and changed fields."""
+
+    def show(data: dict[str, Any]) -> None:
+        title = f"desired state {data['from_version']} -> {data['to_version']}"
+        if not data["sets"] and not data["resources"]:
+            out.print(f"{title}: [dim]no difference[/]")
+            return
+        sets = _table(f"{title}: sets", ("set", "change", "resources before", "resources after"))
+        for s in data["sets"]:
+            style = _CHANGE_STYLE.get(s["change"], "")
+            sets.add_row(
+                escape(s["name"]),
+                f"[{style}]{s['change']}[/]",
+                str(s["before_count"]),
+                str(s["after_count"]),
+            )
+        out.print(sets)
+        table = _table(f"{title}: resources", ("resource", "change", "set", "fields"))
+        for r in data["resources"]:
+            style = _CHANGE_STYLE.get(r["change"], "")
+            side = r["after"] or r["before"] or {}
+            place = side.get("set") or "(shared)"
+            if r["before"] and r["after"] and r["before"].get("set") != r["after"].get("set"):
+                place = f"{r['before'].get('set') or '(shared)'} -> {place}"
+            table.add_row(
+                escape(r["id"]),
+                f"[{style}]{r['change']}[/]",
+                escape(place),
+                _short(", ".join(r["fields"]), 60),
+            )
+        out.print(table)
+
+    call(url, environment, as_json, lambda c: c.desired_state_diff(version, other), show)

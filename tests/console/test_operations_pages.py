@@ -1,0 +1,327 @@
+"""The operations pages (compiles, desired state, resources, discovered) through the real app.
+
+No browser here (see test_operations_browser.py): each page is fetched through
+``httpx.ASGITransport`` on each backend, its key content checked, bad input answered with a
+typed error page naming the parameter (never a 500), and the adopt form checked for its role,
+its CSRF token and its 409.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from lsm.api.console.compiles_pages import error_location, stage_timings, traceback_lines
+from lsm.api.console.render import templates
+from lsm.runtime.wiring import ApiRuntime
+from tests.console.ops_fixtures import ROUTERS, Pages, deployed_engine, discovery_engine, wait_for
+
+__all__ = ["deployed_engine", "discovery_engine"]
+
+
+def up_routers(pages: Pages, *names: str) -> list[dict[str, Any]]:
+    for name in names:
+        answer = pages.post(ROUTERS, json={"attributes": {"name": name}})
+        assert answer.status_code == 200, answer.text
+
+    def all_up() -> list[dict[str, Any]] | None:
+        found: list[dict[str, Any]] = pages.get(ROUTERS).json()
+        return found if len(found) == len(names) and all(r["state"] == "up" for r in found) else None
+
+    return list(wait_for(all_up, f"routers {names} to be up"))
+
+
+@pytest.fixture
+def pages(deployed_engine: ApiRuntime) -> Pages:
+    """Two routers up, then one updated; ``pages.before_update``: the newest version before it."""
+    pages = Pages(deployed_engine)
+    routers = up_routers(pages, "edge-1", "edge-2")
+    first = routers[0]
+    pages.before_update = pages.get("/api/v1/desired_state").json()[0]["version"]  # type: ignore[attr-defined]
+    answer = pages.request(
+        "PATCH",
+        f"{ROUTERS}/{first['id']}",
+        json={"current_version": first["version"], "attributes": {"motd": "bye"}},
+    )
+    assert answer.status_code == 200, answer.text
+    wait_for(
+        lambda: (
+            pages.get(f"{ROUTERS}/{first['id']}").json()["state"] == "up"
+            and pages.get(f"{ROUTERS}/{first['id']}").json()["version"] > first["version"] + 1
+        ),
+        "the update to be deployed",
+    )
+    return pages
+
+
+def assert_error_page(answer: Any, status: int, *words: str) -> None:
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"].startswith("text/html")
+    for word in words:
+        assert word in answer.text, (word, answer.text)
+
+
+def test_the_compile_pages(pages: Pages) -> None:
+    compiles = pages.get("/api/v1/compiles").json()
+    listing = pages.get("/compiles")
+    assert listing.status_code == 200
+    for c in compiles:
+        assert f'data-compile="{c["id"]}"' in listing.text
+    assert '<div id="compiles-region" data-live>' in listing.text  # refreshed live by console.js
+    assert '<meta name="page-url" content="/compiles">' in listing.text
+
+    succeeded = pages.get("/compiles", params={"status": "success", "kind": "partial"})
+    expected = [c["id"] for c in compiles if c["status"] == "success" and c["kind"] == "partial"]
+    assert expected and re.findall(r'data-compile="([^"]+)"', succeeded.text) == expected
+
+    ran = next(c for c in compiles if c["desired_state_version"] and not c["merged_into"])
+    report = pages.get(f"/compiles/{ran['id']}")
+    assert report.status_code == 200
+    assert 'data-stage="total"' in report.text and "Stage timings" in report.text
+    assert f'href="/desired-state/{ran["desired_state_version"]}"' in report.text
+    for entity, ids in ran["report"].get("selected", {}).items():
+        for instance_id in ids if isinstance(ids, list) else []:
+            assert f'href="/inventory/{entity}/{instance_id}"' in report.text
+
+    assert_error_page(pages.get("/compiles", params={"kind": "weekly"}), 422, "kind must be one of")
+    assert_error_page(pages.get("/compiles", params={"offset": "-3"}), 422, "offset must be between")
+    assert_error_page(pages.get("/compiles", params={"offset": "2" * 40}), 422, "offset")
+    assert_error_page(pages.get("/compiles/nope"), 404, "nope")
+
+
+def test_the_desired_state_pages(pages: Pages) -> None:
+    versions = pages.get("/api/v1/desired_state").json()
+    # the versions just before and after the update: one router's file changed its content
+    newest, oldest = versions[0]["version"], pages.before_update  # type: ignore[attr-defined]
+    listing = pages.get("/desired-state")
+    assert [int(v) for v in re.findall(r'data-version="(\d+)"', listing.text)] == [
+        v["version"] for v in versions
+    ]
+
+    one = pages.get(f"/desired-state/{newest}")
+    content = pages.get(f"/api/v1/desired_state/{newest}").json()
+    for name in content["sets"]:
+        assert f'data-set="{name}"' in one.text
+    set_name = next(iter(content["sets"]))
+    in_set = pages.get(f"/desired-state/{newest}", params={"set": set_name})
+    for rid in content["sets"][set_name]:
+        assert rid in in_set.text
+
+    picked = pages.get("/desired-state/diff", params={"a": oldest, "b": newest})
+    assert (
+        picked.status_code == 303 and picked.headers["location"] == f"/desired-state/{oldest}/diff/{newest}"
+    )
+    diff = pages.get(f"/desired-state/{oldest}/diff/{newest}")
+    api = pages.get(f"/api/v1/desired_state/{oldest}/diff/{newest}").json()
+    assert diff.status_code == 200
+    for s in api["sets"]:
+        assert f'data-set="{s["name"]}"' in diff.text
+    assert re.findall(r'data-resource="([^"]+)" data-change', diff.text) == [
+        r["id"] for r in api["resources"]
+    ]
+    changed = [r for r in api["resources"] if r["change"] == "changed"]
+    assert changed and "content" in changed[0]["fields"]
+    assert 'class="changed"' in diff.text and 'data-attribute="content" class="changed"' in diff.text
+    assert "No difference" in pages.get(f"/desired-state/{newest}/diff/{newest}").text
+
+    assert_error_page(pages.get("/desired-state/abc"), 422, "version must be a desired-state version")
+    assert_error_page(pages.get(f"/desired-state/{newest}/diff/-1"), 422, "other")
+    assert_error_page(pages.get(f"/desired-state/{newest}/diff/999"), 404, "version 999")
+    assert_error_page(pages.get("/desired-state/diff", params={"a": "x", "b": "1"}), 422, "a must be")
+    assert_error_page(pages.get(f"/desired-state/{newest}", params={"set": "nosuch"}), 422, "no set")
+
+
+def test_the_resource_pages(pages: Pages) -> None:
+    resources = pages.get("/api/v1/resources").json()
+    listing = pages.get("/resources")
+    assert re.findall(r'data-resource="([^"]+)"', listing.text) == [r["id"] for r in resources]
+    assert "deployed" in listing.text
+    none_failed = pages.get("/resources", params={"status": "failed"})
+    assert "No resources matching the filter" in none_failed.text
+    by_agent = pages.get("/resources", params={"agent": "routers"})
+    assert re.findall(r'data-resource="([^"]+)"', by_agent.text) == [
+        r["id"] for r in resources if r["agent"] == "routers"
+    ]
+
+    rid = resources[0]["id"]
+    one = pages.get(f"/resources/{quote(rid, safe='/')}")
+    assert one.status_code == 200 and "Action log" in one.text
+    actions = pages.get(f"/api/v1/resources/{quote(rid, safe='')}/actions").json()
+    assert actions and len(re.findall(r"data-action=", one.text)) == len(actions)
+
+    assert_error_page(pages.get("/resources", params={"status": "sleeping"}), 422, "status must be one of")
+    assert_error_page(pages.get("/resources/test::File[nowhere,path=x]"), 404, "nowhere")
+
+
+@pytest.mark.parametrize("discovery_engine", [True], indirect=True, ids=["auth-on"])
+def test_a_viewer_sees_the_discovered_page_without_adopt_buttons_and_may_not_adopt(
+    discovery_engine: ApiRuntime,
+) -> None:
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    viewer, operator = Pages(discovery_engine, tokens["viewer"]), Pages(discovery_engine, tokens["operator"])
+    seen = viewer.get("/discovered")
+    assert seen.status_code == 200 and len(re.findall("data-discovered=", seen.text)) == 2
+    assert 'action="/discovered/adopt"' not in seen.text
+    assert operator.get("/discovered").text.count('action="/discovered/adopt"') == 2
+    rid = re.findall(r'data-discovered="([^"]+)"', seen.text)[0]
+    form = {"resource_id": rid, "entity": "managed_file", "csrf_token": viewer.csrf(seen)}
+    assert_error_page(viewer.post("/discovered/adopt", data=form), 403, "operator")
+    assert viewer.api("/lsm/v1/service_inventory/managed_file") == []
+    assert_error_page(Pages(discovery_engine).get("/discovered"), 401, "token")
+
+
+def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) -> None:
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    pages = Pages(discovery_engine, tokens.get("operator"))
+    found = pages.api("/api/v1/discovered")
+    listing = pages.get("/discovered")
+    assert re.findall(r'data-discovered="([^"]+)"', listing.text) == [r["id"] for r in found]
+    assert listing.text.count('action="/discovered/adopt"') == len(
+        found
+    )  # local or operator: the caller acts
+    assert 'value="managed_file"' in listing.text
+    assert "Nothing discovered matching" in pages.get("/discovered", params={"type": "std::Nope"}).text
+    assert_error_page(
+        pages.get("/discovered", params={"managed": "maybe"}), 422, "managed must be true or false"
+    )
+
+    rid = found[0]["id"]
+    form = {"resource_id": rid, "entity": "managed_file"}
+    refused = pages.post("/discovered/adopt", data=form)  # no CSRF token: refused, nothing adopted
+    assert_error_page(refused, 403, "CSRF")
+    assert pages.api("/lsm/v1/service_inventory/managed_file") == []
+
+    token = pages.csrf(listing)
+    adopted = pages.post("/discovered/adopt", data={**form, "csrf_token": token})
+    assert adopted.status_code == 303, adopted.text
+    instances = pages.api("/lsm/v1/service_inventory/managed_file")
+    assert [i["id"] for i in instances] == [adopted.headers["location"].rsplit("/", 1)[1]]
+    assert adopted.headers["location"] == f"/inventory/managed_file/{instances[0]['id']}"
+    assert f'href="/inventory/managed_file/{instances[0]["id"]}"' in pages.get("/discovered").text
+
+    again = pages.post("/discovered/adopt", data={**form, "csrf_token": token})
+    assert_error_page(again, 409, "already adopted by managed_file", instances[0]["id"])
+    wrong = pages.post(
+        "/discovered/adopt",
+        data={"resource_id": found[1]["id"], "entity": "file_discovery", "csrf_token": token},
+    )
+    assert_error_page(wrong, 422, "declares no adoption")
+    missing = pages.post(
+        "/discovered/adopt",
+        data={"resource_id": "std::File[x,path=/nope]", "entity": "managed_file", "csrf_token": token},
+    )
+    assert_error_page(missing, 404, "no discovered resource")
+    empty = pages.post("/discovered/adopt", data={"entity": "managed_file", "csrf_token": token})
+    assert_error_page(empty, 422, "resource_id")
+    assert len(pages.api("/lsm/v1/service_inventory/managed_file")) == 1
+
+
+def test_a_failed_compile_shows_its_model_error_and_traceback(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory("tests.models.fragile")
+    pages = Pages(engine)
+    answer = pages.post(
+        "/lsm/v1/service_inventory/widget", json={"attributes": {"name": "w1", "explode": True}}
+    )
+    assert answer.status_code == 200, answer.text
+    engine.processing.drain()
+    failed = [c for c in pages.get("/api/v1/compiles").json() if c["status"] == "failed"]
+    assert failed, "the exploding widget's compile did not fail"
+    report = pages.get(f"/compiles/{failed[0]['id']}")
+    assert report.status_code == 200
+    assert "widget w1 exploded" in report.text and 'class="traceback"' in report.text
+    # the report locates the error in the model: its source line is highlighted, and its frame
+    location = failed[0]["report"]["error"]["location"]
+    assert location["source"] == 'raise ValueError(f"widget {w.name} exploded")'
+    assert f'<span class="hit" data-line="{location["line"]}">' in report.text
+    assert "raise ValueError(f&#34;widget {w.name} exploded&#34;)</span>" in report.text
+    # the traceback's frame of that line, where it has one, is marked too
+    frame = f"fragile.py&#34;, line {location['line']},"
+    for found in re.finditer(re.escape(frame), report.text):
+        line_start = report.text.rfind("\n", 0, found.start())
+        assert '<span class="hit">' in report.text[line_start : found.start()], "an unmarked model frame"
+    listed = pages.get("/compiles", params={"status": "failed"})
+    assert re.findall(r'data-compile="([^"]+)"', listed.text) == [c["id"] for c in failed]
+
+
+def test_the_operations_templates_are_package_data() -> None:
+    package = files("lsm.api.console").joinpath("templates")
+    names = [item.name for item in package.iterdir() if item.name.startswith("ops_")]
+    assert len(names) >= 9
+    for name in names:
+        assert templates().get_template(name) is not None
+
+
+def test_a_model_error_shows_its_source_line_and_its_frame() -> None:
+    """``report.error.location`` (added by the diagnosis) is highlighted in the source and the traceback."""
+    error = {
+        "error": "model_error",
+        "message": "widget w1 exploded",
+        "traceback": 'Traceback (most recent call last):\n  File "/m/model.py", line 7, in gadgets\n'
+        "    raise ValueError('boom')\nValueError: boom\n",
+        "location": {
+            "file": "/m/model.py",
+            "line": 7,
+            "function": "gadgets",
+            "source": "raise ValueError('boom')",
+        },
+    }
+    lines = traceback_lines(error)
+    assert [hit for _, hit in lines] == [False, True, False, False]
+    assert error_location(error) == error["location"] and error_location({"error": "x"}) is None
+    html = (
+        templates()
+        .get_template("ops_compile.html")
+        .render(
+            nav=(),
+            path="/compiles/x",
+            environments=[],
+            environment="",
+            actor=None,
+            auth=False,
+            csrf="t",
+            csrf_field="csrf_token",
+            may_act=False,
+            compile=_compile(error),
+            report={"error": error},
+            timings=[],
+            selected=[],
+            requested=[],
+            error=error,
+            location=error_location(error),
+            traceback_lines=lines,
+            other={},
+        )
+    )
+    assert '<span class="hit" data-line="7">' in html and "raise ValueError(&#39;boom&#39;)" in html
+    assert '<span class="hit">  File &#34;/m/model.py&#34;, line 7, in gadgets</span>' in html
+    assert stage_timings({"timings": {"select": 0.5, "export": 1.5, "total": 2.0}})[1]["percent"] == 75.0
+
+
+def _compile(error: dict[str, Any]) -> Any:
+    from datetime import UTC, datetime
+
+    from lsm.schemas.compile_reports import CompileOut
+
+    return CompileOut(
+        id="c" * 36,
+        kind="full",
+        status="failed",
+        requested_ids=[],
+        service_entities=[],
+        exclude=[],
+        instance_id=None,
+        reason="test",
+        merged_into=None,
+        desired_state_version=None,
+        report={"error": error},
+        created_at=datetime.now(UTC),
+        started_at=None,
+        finished_at=None,
+    )
