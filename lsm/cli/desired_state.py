@@ -20,7 +20,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from lsm.cli import DEFAULT_URL as DEFAULT_URL
-from lsm.cli import AsJson, Environment, Url, _cell, _print_kv, _short, _table, app, call, out
+from lsm.cli import AsJson, Environment, Url, _cell, _print_kv, _table, app, call, out
 
 if TYPE_CHECKING:
     from lsm.client import Client
@@ -115,7 +115,7 @@ def diff_versions(
                 escape(r["id"]),
                 f"[{style}]{r['change']}[/]",
                 escape(place),
-                _short(", ".join(r["fields"]), 60),
+                escape(", ".join(r["fields"])),
             )
         out.print(table)
 
