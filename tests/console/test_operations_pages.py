@@ -8,6 +8,7 @@ its CSRF token and its 409.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from importlib.resources import files
@@ -111,6 +112,14 @@ def test_the_desired_state_pages(pages: Pages) -> None:
     in_set = pages.get(f"/desired-state/{newest}", params={"set": set_name})
     for rid in content["sets"][set_name]:
         assert rid in in_set.text
+    # the pictures are the API's graphs, drawn: one node per set and resource, per required resource
+    as_json = {"version": newest, "format": "json"}
+    sets_graph = pages.get("/api/v1/graph/sets", params=as_json)
+    requires_graph = pages.get("/api/v1/graph/requires", params={**as_json, "set": set_name})
+    for page, css, graph in ((one, "sets-drawing", sets_graph), (in_set, "requires-drawing", requires_graph)):
+        drawing = page.text.split(f'class="drawing {css}"', 1)[1].split("</svg>", 1)[0]
+        drawn = set(re.findall(r'data-id="([^"]*)"', drawing))
+        assert drawn == {html.escape(node["id"]) for node in graph.json()["nodes"]} and drawn, css
 
     picked = pages.get("/desired-state/diff", params={"a": oldest, "b": newest})
     assert (

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.drawing import requires_svg, sets_svg
 from lsm.api.console.operations import PAGE_SIZE, int_param, ops_page, pager, text_param
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -83,6 +84,9 @@ async def version_page(request: Request, version: str) -> Response:
         if one_set not in found.sets:
             raise InvalidInput(f"version {number} has no set {one_set!r}", field="set")
         resources = await run_in_threadpool(facade.desired_state_resources, ctx, number, set_name=one_set)
+        picture = await run_in_threadpool(requires_svg, get_facades(request), ctx, number, one_set)
+    else:
+        picture = await run_in_threadpool(sets_svg, get_facades(request), ctx, number)
     return ops_page(
         request,
         "ops_version.html",
@@ -91,6 +95,7 @@ async def version_page(request: Request, version: str) -> Response:
         set_total=len(names),
         one_set=one_set,
         resources=resources,
+        picture=picture,
         pages=pager(request, offset, len(shown)),
     )
 

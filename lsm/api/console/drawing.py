@@ -1,10 +1,10 @@
 """The console's drawings, through ``lsm.graph``: a lifecycle (states coloured by label, transfers
-by trigger) and the owner tree of an instance.
+by trigger), the owner tree of an instance, a version's resource sets and one set's requires.
 
 Why here: ``lsm.graph`` draws the same pictures for the API and the CLI; the console adds only
 what a page legend needs -- one colour per trigger on the transfer arrows (error outcomes stay
-dashed red) -- and embeds the SVG. A tree too large to draw (``GraphsFacade`` refuses above its
-node limit) is answered by ``None``: the page lists the owner and owned instances anyway.
+dashed red) -- and embeds the SVG. A picture too large to draw (``GraphsFacade`` refuses above its
+node limit) is answered by ``None``: the page lists what it would have shown anyway.
 """
 
 from __future__ import annotations
@@ -52,5 +52,21 @@ def owner_tree_svg(facades: Facades, ctx: RequestContext, entity: str, instance_
     """The whole owner tree around an instance, or ``None`` when it is too large to draw."""
     try:
         return Markup(to_svg(facades.graphs.owners(ctx, entity=entity, instance=instance_id)))
+    except InvalidInput:
+        return None
+
+
+def sets_svg(facades: Facades, ctx: RequestContext, version: int) -> Markup | None:
+    """A version's resource sets and the resources each holds, or ``None`` when too large."""
+    try:
+        return Markup(to_svg(facades.graphs.sets(ctx, version=version)))
+    except InvalidInput:
+        return None
+
+
+def requires_svg(facades: Facades, ctx: RequestContext, version: int, set_name: str) -> Markup | None:
+    """One set's resources and their ``requires`` edges, or ``None`` when too large."""
+    try:
+        return Markup(to_svg(facades.graphs.requires(ctx, set_name, version=version)))
     except InvalidInput:
         return None
