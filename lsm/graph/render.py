@@ -39,7 +39,26 @@ def _attrs(pairs: dict[str, str]) -> str:
     return ", ".join(f"{key}={value}" for key, value in pairs.items())
 
 
-def _dot_node(node: Node) -> str:
+def dot_names(nodes: tuple[Node, ...]) -> dict[str, str]:
+    """Each node's DOT name: its cleaned id, kept distinct.
+
+    Cleaning is not one-to-one (ids that differ only in characters XML can not hold, or in
+    ``\r\n`` against ``\n``, clean to the same text), and two nodes with one DOT name would be
+    drawn as one. A name already taken gets primes appended until it is free, in node order, so
+    the names are deterministic and distinct.
+    """
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for node in nodes:
+        name = _clean(node.id)
+        while name in taken:
+            name += "\u2032"
+        names[node.id] = name
+        taken.add(name)
+    return names
+
+
+def _dot_node(node: Node, name: str) -> str:
     attrs = {"label": dot_quote(node.label)}
     if node.color:
         attrs["fillcolor"] = dot_quote(node.color)
@@ -54,10 +73,10 @@ def _dot_node(node: Node) -> str:
         attrs["tooltip"] = dot_quote(node.tooltip)
     if node.href and _SAFE_HREF.match(node.href):
         attrs["URL"] = dot_quote(node.href)
-    return f"  {dot_quote(node.id)} [{_attrs(attrs)}];"
+    return f"  {dot_quote(name)} [{_attrs(attrs)}];"
 
 
-def _dot_edge(edge: Edge) -> str:
+def _dot_edge(edge: Edge, names: dict[str, str]) -> str:
     attrs: dict[str, str] = {}
     if edge.label:
         attrs["label"] = dot_quote(edge.label)
@@ -67,7 +86,8 @@ def _dot_edge(edge: Edge) -> str:
         attrs["color"] = dot_quote(edge.color)
         attrs["fontcolor"] = dot_quote(edge.color)
     tail = f" [{_attrs(attrs)}]" if attrs else ""
-    return f"  {dot_quote(edge.source)} -> {dot_quote(edge.target)}{tail};"
+    source, target = names.get(edge.source, edge.source), names.get(edge.target, edge.target)
+    return f"  {dot_quote(source)} -> {dot_quote(target)}{tail};"
 
 
 def to_dot(graph: Graph) -> str:
@@ -78,8 +98,9 @@ def to_dot(graph: Graph) -> str:
         f'  node [shape=box, style="rounded,filled", fillcolor="{DEFAULT_FILL}", fontname="Helvetica"];',
         '  edge [fontname="Helvetica", fontsize=10];',
     ]
-    lines.extend(_dot_node(node) for node in graph.nodes)
-    lines.extend(_dot_edge(edge) for edge in graph.edges)
+    names = dot_names(graph.nodes)
+    lines.extend(_dot_node(node, names[node.id]) for node in graph.nodes)
+    lines.extend(_dot_edge(edge, names) for edge in graph.edges)
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -38,14 +38,28 @@ def _label_of(group: ET.Element) -> str:
 def test_dot_holds_every_node_and_edge_exactly(graph: Graph) -> None:
     dot = parse(to_dot(graph))
     assert dot.name == _clean(graph.title)
-    assert list(dot.nodes) == [_clean(n.id) for n in graph.nodes]
+    # one DOT node per node, even where cleaning makes two ids alike; each named from its id
+    assert len(dot.nodes) == len(graph.nodes)
+    names = dict(zip((n.id for n in graph.nodes), dot.nodes, strict=True))
     for node in graph.nodes:
-        key = _clean(node.id)
-        assert dot.nodes[key]["label"] == _clean(node.label)
+        assert names[node.id].rstrip("\u2032") == _clean(node.id).rstrip("\u2032")
+        assert dot.nodes[names[node.id]]["label"] == _clean(node.label)
     assert len(dot.edges) == len(graph.edges)
     for (source, target, attrs), edge in zip(dot.edges, graph.edges, strict=True):
-        assert source in dot.nodes and target in dot.nodes
+        assert (source, target) == (names[edge.source], names[edge.target])
         assert attrs.get("style", "solid") == edge.style
+
+
+def test_ids_that_clean_alike_stay_distinct_nodes_in_dot() -> None:
+    """``\x1f`` and ``\x08`` both clean to U+FFFD; merged, the edge between them would be a loop."""
+    graph = Graph(
+        "",
+        (Node("\x1f", "a"), Node("\x08", "b"), Node("a\r\nb", "c"), Node("a\nb", "d")),
+        (Edge("\x1f", "\x08"), Edge("a\r\nb", "a\nb")),
+    )
+    dot = parse(to_dot(graph))
+    assert [dot.nodes[name]["label"] for name in dot.nodes] == ["a", "b", "c", "d"]
+    assert [(s, t) for s, t, _ in dot.edges] == [("\ufffd", "\ufffd\u2032"), ("a\nb", "a\nb\u2032")]
 
 
 @settings(max_examples=150, deadline=None)
