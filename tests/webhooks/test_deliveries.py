@@ -134,7 +134,12 @@ def test_deliveries_survive_a_restart_and_arrive_once_each(
     hook = register(first, receiver, "instance_state")
     receiver.down = True
     early = first.facades.inventory.create_instance(LOCAL, "router", {"name": "early"})
-    wait_until(lambda: any(r.answered == 503 for r in receiver.requests), "an attempt while down")
+    # the failed attempt recorded, not only answered: stopping between the answer and its record
+    # would leave no 503 in the attempt log (the delivery is then simply sent again, once)
+    wait_until(
+        lambda: any(a.status_code == 503 for d in _deliveries(first, hook) for a in d.attempt_log),
+        "an attempt while down, recorded",
+    )
     first.stop()
 
     idle = engine_factory(FILE_MODEL, embedded_worker=False, config=fast_config(tmp_path))
