@@ -15,7 +15,6 @@ smoke test (tests/test_deploy_reads_bench.py) only checks that it runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +25,8 @@ from typing import Any
 from sqlalchemy import insert, text
 
 from benchmarks.backend import backend_name, fresh_database
-from benchmarks.stats import summarize
+from benchmarks.report import emit
+from benchmarks.stats import timed_ms
 from lsm.inventory import deploy_queries as q
 from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_state
 from lsm.inventory.tables import InstanceResourcesRow
@@ -92,15 +92,6 @@ def seed(db: Any, count: int) -> list[str]:
     return owned
 
 
-def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000.0)
-    return {k: round(v, 3) for k, v in summarize(samples).items()}
-
-
 def run(database_url: str | None, resources: int, repeat: int, workdir: Path | None) -> dict[str, Any]:
     with fresh_database(database_url, workdir, "deploy_reads") as db:
         db.create_schema()
@@ -125,7 +116,7 @@ def run(database_url: str | None, resources: int, repeat: int, workdir: Path | N
             "status_counts": read(lambda s: q.status_counts(s, ENV)),
             "instance_progress_50": read(lambda s: q.deployment_progress(s, ENV, "i1")),
         }
-        results = {name: measure(fn, repeat) for name, fn in cases.items()}
+        results = {name: timed_ms(fn, repeat) for name, fn in cases.items()}
 
         def redeploy() -> int:
             with db.write() as session:
@@ -160,10 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args(argv)
     doc = run(args.database_url, args.resources, args.repeat, args.workdir)
-    text_out = json.dumps(doc, indent=2)
-    print(text_out)
-    if args.json is not None:
-        args.json.write_text(text_out)
+    emit(doc, args.json)
     return 0
 
 

@@ -15,16 +15,15 @@ the median and p95 in milliseconds as JSON. Nothing here is asserted: the smoke 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.backend import backend_name, fresh_database
-from benchmarks.stats import summarize
+from benchmarks.report import emit
+from benchmarks.stats import timed_ms
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.inventory.database import Database
 from lsm.inventory.tables import EnvironmentRow
@@ -60,12 +59,8 @@ def run_size(db: Database, sets: int, repeat: int) -> dict[str, Any]:
     store.export(env, ExportRequest("partial", sets={middle: changed}))
     results: dict[str, Any] = {}
     for label, (a, b) in {"diff_1_2": (1, 2), "diff_2_1": (2, 1)}.items():
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            diff = store.diff(env, a, b)
-            samples.append((time.perf_counter() - start) * 1000.0)
-        results[label] = {k: round(v, 3) for k, v in summarize(samples).items()}
+        results[label] = timed_ms(lambda a=a, b=b: store.diff(env, a, b), repeat)
+        diff = store.diff(env, a, b)
         results[label]["sets"] = [s.name for s in diff.sets]
         results[label]["resources"] = len(diff.resources)
     return {"sets": sets, "results": results}
@@ -98,10 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     args = parser.parse_args(argv)
     doc = run(args.database_url, args.sets, args.repeat, args.workdir)
-    text_out = json.dumps(doc, indent=2)
-    print(text_out)
-    if args.json is not None:
-        args.json.write_text(text_out)
+    emit(doc, args.json)
     return 0
 
 

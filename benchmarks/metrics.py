@@ -15,11 +15,9 @@ JSON. Nothing here is asserted; tests/test_benchmarks_smoke.py only checks that 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import insert, text
 
 from benchmarks.backend import backend_name, fresh_database
-from benchmarks.stats import summarize
+from benchmarks.report import emit
+from benchmarks.stats import timed_ms
 from lsm.facade.metrics import SnapshotCollector
 from lsm.inventory import metric_counters
 from lsm.inventory.database import Database
@@ -142,15 +141,6 @@ def seed(db: Database, size: int) -> None:
             )
 
 
-def measure(fn: Callable[[], object], repeat: int) -> dict[str, float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000.0)
-    return {k: round(v, 3) for k, v in summarize(samples).items()}
-
-
 def run_size(database_url: str | None, size: int, repeat: int, workdir: Path | None) -> dict[str, Any]:
     with fresh_database(database_url, workdir, "metrics") as db:
         db.create_schema()
@@ -170,8 +160,8 @@ def run_size(database_url: str | None, size: int, repeat: int, workdir: Path | N
             "instances": size,
             "resources": size,
             "compile_history": size - QUEUED,
-            "snapshot_ms": measure(read, repeat),
-            "scrape_ms": measure(scrape, repeat),
+            "snapshot_ms": timed_ms(read, repeat),
+            "scrape_ms": timed_ms(scrape, repeat),
             "body_bytes": len(body),
             "samples": sum(1 for line in body.decode().splitlines() if line and not line.startswith("#")),
         }
@@ -196,10 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unit": "ms",
         "results": [run_size(args.database_url, size, args.repeat, args.workdir) for size in sizes],
     }
-    text_out = json.dumps(doc, indent=2)
-    print(text_out)
-    if args.json is not None:
-        args.json.write_text(text_out)
+    emit(doc, args.json)
     return 0
 
 

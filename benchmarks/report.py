@@ -149,6 +149,13 @@ def checks(scenario: str, backend: str, results: list[dict[str, Any]]) -> list[d
     return out
 
 
+def emit(doc: dict[str, Any], path: Path | None) -> None:
+    """Print a result document, and also write it to ``path`` when one was asked for."""
+    print(json.dumps(doc, indent=2, default=str))
+    if path is not None:
+        write_json(doc, path)
+
+
 def write_json(doc: dict[str, Any], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, default=str) + "\n")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -31,3 +32,13 @@ def summarize(values: Iterable[float]) -> dict[str, float]:
         "max": max(sample),
         "mean": statistics.fmean(sample),
     }
+
+
+def timed_ms(fn: Callable[[], object], repeat: int) -> dict[str, float]:
+    """Call ``fn`` ``repeat`` times; the summary of its wall times in milliseconds (3 decimals)."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000.0)
+    return {k: round(v, 3) for k, v in summarize(samples).items()}
