@@ -255,14 +255,13 @@ class CompileQueue:
                     with session.begin_nested():
                         if not sql.finish_fenced(session, finishes, now=utcnow()):
                             raise LeaseLost("a lease of the round was lost")
-                        for batch, status, report in outcomes:  # counted with what they count
-                            metric_counters.count_compile(
-                                session.connection(),
-                                batch.leader.env_id,
-                                batch.kind.value,
-                                CompileStatus(status).value,
-                                report.get("timings"),
-                            )
+                        metric_counters.count_compiles(  # counted with what they count
+                            session.connection(),
+                            (
+                                (b.leader.env_id, b.kind.value, CompileStatus(st).value, r.get("timings"))
+                                for b, st, r in outcomes
+                            ),
+                        )
                     return
                 except LeaseLost:
                     pass  # rolled back: find out which, one by one

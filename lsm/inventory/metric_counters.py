@@ -84,26 +84,44 @@ def count_compile(
     conn: Connection, env_id: str, kind: str, status: str, timings: Mapping[str, Any] | None
 ) -> None:
     """One compile of ``kind`` ended with ``status``; ``timings``: seconds per stage (its report's)."""
+    count_compiles(conn, [(env_id, kind, status, timings)])
+
+
+def count_compiles(
+    conn: Connection, compiles: Iterable[tuple[str, str, str, Mapping[str, Any] | None]]
+) -> None:
+    """Many compiles (``env_id, kind, status, timings`` each), summed per key before writing.
+
+    A round of validations finishes hundreds of compiles in one transaction; one upsert per
+    distinct key (a handful) keeps their counting as cheap as their one ``executemany`` finish.
+    """
+    outcomes: dict[tuple[str, str, str], int] = {}
+    stages: dict[tuple[str, str, str], tuple[int, float]] = {}
+    for env_id, kind, status, timings in compiles:
+        outcomes[env_id, kind, status] = outcomes.get((env_id, kind, status), 0) + 1
+        for stage, value in (timings or {}).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                key = (env_id, kind, str(stage)[:_MAX_STAGE])
+                count, seconds = stages.get(key, (0, 0.0))
+                stages[key] = (count + 1, seconds + float(value))
     _upsert(
         conn,
         lsm_metric_compile,
         ["env_id", "kind", "status"],
-        [{"env_id": env_id, "kind": kind, "status": status, "count": 1}],
+        [{"env_id": e, "kind": k, "status": st, "count": n} for (e, k, st), n in outcomes.items()],
         ["count"],
     )
-    stages = [
-        {
-            "env_id": env_id,
-            "kind": kind,
-            "stage": str(stage)[:_MAX_STAGE],
-            "count": 1,
-            "seconds": float(value),
-        }
-        for stage, value in (timings or {}).items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
-    ]
     if stages:
-        _upsert(conn, lsm_metric_compile_stage, ["env_id", "kind", "stage"], stages, ["count", "seconds"])
+        _upsert(
+            conn,
+            lsm_metric_compile_stage,
+            ["env_id", "kind", "stage"],
+            [
+                {"env_id": e, "kind": k, "stage": stage, "count": n, "seconds": total}
+                for (e, k, stage), (n, total) in stages.items()
+            ],
+            ["count", "seconds"],
+        )
 
 
 def resource_type(resource_id: str) -> str:
@@ -135,6 +153,7 @@ def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, 
 __all__ = [
     "count_actions",
     "count_compile",
+    "count_compiles",
     "lsm_metric_compile",
     "lsm_metric_compile_stage",
     "lsm_metric_deploy_action",
