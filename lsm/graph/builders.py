@@ -32,13 +32,23 @@ STATUS_COLOURS: dict[str, str] = {
     "undefined": "gold",
 }
 SET_COLOUR = "lightsteelblue"
+#: Stroke colours per transfer trigger (error outcomes stay dashed red); the console's legend.
+TRIGGER_COLOURS: dict[str, str] = {
+    "auto": "slategray",
+    "api_set_state": "purple",
+    "on_update": "royalblue",
+    "on_delete": "darkorange",
+    "resource_based": "green",
+    "validate": "teal",
+}
 
 
 def lifecycle_graph(spec: LifecycleSpec) -> Graph:
     """States filled by label (initial bold, deleted doubled); an edge per transfer outcome.
 
     Edge labels read ``<number>: <trigger> [validate] {operation}`` with transfers numbered from 1
-    in definition order, as docs/semantics.md §1 numbers them; error edges are dashed red.
+    in definition order, as docs/semantics.md §1 numbers them; edges are coloured by trigger,
+    error edges dashed red.
     """
     initial = set(spec.initial_states)
     nodes = tuple(
@@ -61,7 +71,7 @@ def lifecycle_graph(spec: LifecycleSpec) -> Graph:
     for number, t in enumerate(spec.transfers, start=1):
         label = f"{number}: {t.trigger}" + (" [validate]" if t.validate else "")
         target_label = label + (f"\n{{{t.target_operation}}}" if t.target_operation else "")
-        edges.append(Edge(t.source, t.target, label=target_label))
+        edges.append(Edge(t.source, t.target, label=target_label, color=TRIGGER_COLOURS.get(f"{t.trigger}")))
         if t.error is not None:
             error_label = f"{label} error" + (f"\n{{{t.error_operation}}}" if t.error_operation else "")
             edges.append(Edge(t.source, t.error, label=error_label, style="dashed", color="red"))

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from lsm.api.console.drawing import TRIGGER_COLOURS, lifecycle_svg
+from lsm.api.console.drawing import lifecycle_svg
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
 from lsm.api.deps import get_facades
+from lsm.graph.builders import TRIGGER_COLOURS
 from lsm.schemas.auth import Role
 
 router = APIRouter(

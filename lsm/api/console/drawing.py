@@ -1,51 +1,24 @@
 """The console's drawings, through ``lsm.graph``: a lifecycle (states coloured by label, transfers
 by trigger), the owner tree of an instance, a version's resource sets and one set's requires.
 
-Why here: ``lsm.graph`` draws the same pictures for the API and the CLI; the console adds only
-what a page legend needs -- one colour per trigger on the transfer arrows (error outcomes stay
-dashed red) -- and embeds the SVG. A picture too large to draw (``GraphsFacade`` refuses above its
+Why here: ``lsm.graph`` draws the same pictures for the API, the CLI and the console (transfer
+arrows coloured by trigger, ``lsm.graph.builders.TRIGGER_COLOURS``, the page's legend); the
+console only embeds the SVG. A picture too large to draw (``GraphsFacade`` refuses above its
 node limit) is answered by ``None``: the page lists what it would have shown anyway.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from markupsafe import Markup
 
 from lsm.errors import InvalidInput
 from lsm.facade import Facades, RequestContext
-from lsm.graph import Graph
 from lsm.graph.render import to_svg
-
-#: stroke colour per transfer trigger (the legend of the catalog page)
-TRIGGER_COLOURS = {
-    "auto": "slategray",
-    "api_set_state": "purple",
-    "on_update": "royalblue",
-    "on_delete": "darkorange",
-    "resource_based": "green",
-    "validate": "teal",
-}
-
-
-def trigger_of(label: str) -> str:
-    """The trigger of a lifecycle edge label ``"<n>: <trigger> [validate] ..."``."""
-    head = label.split("\n", 1)[0]
-    return head.split(":", 1)[-1].split()[0] if ":" in head else ""
-
-
-def coloured_by_trigger(graph: Graph) -> Graph:
-    edges = tuple(
-        edge if edge.color else replace(edge, color=TRIGGER_COLOURS.get(trigger_of(edge.label)))
-        for edge in graph.edges
-    )
-    return replace(graph, edges=edges)
 
 
 def lifecycle_svg(facades: Facades, ctx: RequestContext, name: str) -> Markup:
     """The lifecycle ``name`` as embedded SVG."""
-    return Markup(to_svg(coloured_by_trigger(facades.graphs.lifecycle(ctx, name))))
+    return Markup(to_svg(facades.graphs.lifecycle(ctx, name)))
 
 
 def owner_tree_svg(facades: Facades, ctx: RequestContext, entity: str, instance_id: str) -> Markup | None:
