@@ -43,6 +43,7 @@ from lsm.model import validate
 from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
 from lsm.selection import BaseSelector, InstanceRecord, InventoryView, run_selector
+from lsm.selection.ownership import prefetch_trees
 
 SelectorFactory = Callable[[EnvironmentContext, InventoryView], BaseSelector]
 
@@ -50,7 +51,7 @@ SelectorFactory = Callable[[EnvironmentContext, InventoryView], BaseSelector]
 @dataclass
 class _Planned:
     batch: Batch
-    row: InstanceRow
+    row: InstanceRecord
     params: ValidationParams
     instances: dict[str, list[InstanceDict]] | None = None
     error: LsmError | None = None
@@ -118,12 +119,17 @@ class ValidationBatches:
         whether any ended here (stale)."""
         ids = [str(b.leader.instance_id) for b in pending]
         with self.db.read() as session:
-            rows = {r.id: r for r in session.exec(select(InstanceRow).where(col(InstanceRow.id).in_(ids)))}
+            # one snapshot for the round: its rows and trees are fetched once, in batches, and
+            # each validation's selector then runs on a fork of it (``InventoryView.fork``)
+            snapshot = InventoryView(session, ctx.env_id, ctx.catalog)
+            rows = snapshot.get_many(ids, include_terminated=True)
+            everything = not ctx.settings.partial_compiles
+            if not everything:
+                prefetch_trees(snapshot, ids)
             taken: list[_Planned] = []
             waiting: list[Batch] = []
             used: set[str] = set()
             stale = False
-            everything = not ctx.settings.partial_compiles
             for batch in pending:
                 params = validation_params(batch.leader)
                 row = rows.get(str(batch.leader.instance_id))
@@ -140,7 +146,7 @@ class ValidationBatches:
                     planned.instances = self._everything(session, ctx, row)
                     selection = {"*"}
                 else:
-                    selection = self._select(session, ctx, planned)
+                    selection = self._select(snapshot, ctx, planned)
                 busy = bool(selection & used)
                 if busy or (locks is not None and not locks.try_lock(selection)):
                     # it waits, and so does anything after it that overlaps it: order is kept
@@ -151,15 +157,15 @@ class ValidationBatches:
                 taken.append(planned)
         return taken, waiting, stale
 
-    def _select(self, session: Session, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
+    def _select(self, snapshot: InventoryView, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""
         validated = planned.row.id
 
-        def choose(record: InstanceRecord | InstanceRow) -> AttributeSetName | None:
+        def choose(record: InstanceRecord) -> AttributeSetName | None:
             state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
             return state.validate_self if record.id == validated else state.validate_others
 
-        view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=choose)
+        view = snapshot.fork(attribute_set=choose)
         try:
             selected = run_selector(self.selector(ctx, view), [validated])
         except LsmError as exc:
@@ -179,7 +185,7 @@ class ValidationBatches:
         return view.read_ids() | {i for ids in selected.values() for i in ids} | {validated}
 
     def _everything(
-        self, session: Session, ctx: EnvironmentContext, validated: InstanceRow
+        self, session: Session, ctx: EnvironmentContext, validated: InstanceRecord
     ) -> dict[str, list[InstanceDict]]:
         """Without partial compiles: every live instance, with the set its state names."""
         out: dict[str, list[InstanceDict]] = {}

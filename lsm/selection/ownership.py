@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lsm.errors import SelectorError
-from lsm.selection.view import InventoryView
+from lsm.selection.view import InstanceRecord, InventoryView
 
 
 def ownership_roots(view: InventoryView, instance_ids: Iterable[str]) -> dict[str, str]:
@@ -27,6 +27,34 @@ def ownership_roots(view: InventoryView, instance_ids: Iterable[str]) -> dict[st
     Fetches one level of owners per query, then follows each chain through the cache.
     """
     ids = list(dict.fromkeys(instance_ids))
+    present = _fetch_chains(view, ids)
+    known: dict[str, str] = {}  # every id on a walked chain -> its root
+    return {start: _root_of(view, start, known) for start in ids if start in present}
+
+
+def prefetch_trees(view: InventoryView, instance_ids: Iterable[str]) -> None:
+    """Fetch the whole ownership trees of ``instance_ids`` into ``view``'s cache: the same
+    batched walks as ``ownership_roots`` + ``tree_members``, once for many later selections
+    (batched validations, ``InventoryView.fork``).
+
+    A corrupt chain (cycle, missing owner) is not reported here: its ids are only left out,
+    and the selection that walks them raises the error for its own request.
+    """
+    ids = list(dict.fromkeys(instance_ids))
+    present = _fetch_chains(view, ids)
+    known: dict[str, str] = {}
+    roots: dict[str, None] = {}
+    for start in ids:
+        if start in present:
+            try:
+                roots[_root_of(view, start, known)] = None
+            except SelectorError:
+                continue  # raised again, for its own request, by the selection that needs it
+    tree_members(view, roots)
+
+
+def _fetch_chains(view: InventoryView, ids: list[str]) -> dict[str, InstanceRecord]:
+    """Fetch every owner chain of ``ids``, one level per query; the present ones among ``ids``."""
     seen: set[str] = set()
     pending = ids
     while pending:
@@ -35,9 +63,7 @@ def ownership_roots(view: InventoryView, instance_ids: Iterable[str]) -> dict[st
         pending = sorted(
             {r.owner_id for r in records.values() if r.owner_id is not None and r.owner_id not in seen}
         )
-    present = view.get_many(ids, include_terminated=True)
-    known: dict[str, str] = {}  # every id on a walked chain -> its root
-    return {start: _root_of(view, start, known) for start in ids if start in present}
+    return view.get_many(ids, include_terminated=True)
 
 
 def _root_of(view: InventoryView, start: str, known: dict[str, str]) -> str:
@@ -90,4 +116,4 @@ def tree_members(view: InventoryView, roots: Iterable[str]) -> list[str]:
     return list(members)
 
 
-__all__ = ["ownership_roots", "tree_members"]
+__all__ = ["ownership_roots", "prefetch_trees", "tree_members"]

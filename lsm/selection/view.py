@@ -122,7 +122,26 @@ class InventoryView:
         self._refs_from: dict[str, tuple[Relation, ...]] = {}
         self._refs_to: dict[str, tuple[Relation, ...]] = {}
         self._listings: dict[tuple[str, bool, frozenset[str] | None], tuple[str, ...]] = {}
+        self._read: set[str] = set()  # existing rows asked for through this view
         self._queries = 0
+
+    def fork(self, *, attribute_set: AttributeSetChooser) -> InventoryView:
+        """A view of the same snapshot that shares everything fetched so far (rows, children,
+        relations, listings) but chooses attribute sets its own way and keeps its own
+        ``read_ids``.
+
+        Why: a batch of validations is planned in one read transaction; each validation needs
+        its own choice of sets (``validate_self`` for its instance) and its own record of what
+        its selection depended on, but fetching the same trees once per validation would cost
+        a query per tree level per validation. Warm the shared cache once (``prefetch_trees``),
+        then run each validation's selector on a fork: it answers from the cache exactly as a
+        fresh view would have from the database.
+        """
+        other = InventoryView(self._source, self.env_id, self.catalog, attribute_set=attribute_set)
+        other._chunk = self._chunk
+        other._rows, other._children, other._listings = self._rows, self._children, self._listings
+        other._refs_from, other._refs_to = self._refs_from, self._refs_to
+        return other
 
     @property
     def queries(self) -> int:
@@ -130,9 +149,10 @@ class InventoryView:
         return self._queries
 
     def read_ids(self) -> set[str]:
-        """Every existing instance this view has read so far: all that a selection run could
-        have depended on (batched validations keep such sets disjoint)."""
-        return {i for i, record in self._rows.items() if record is not None}
+        """Every existing instance this view has read so far (asked for by id, as a child or in
+        a listing): all that a selection run could have depended on (batched validations keep
+        such sets disjoint). A fork counts only what was asked through it."""
+        return set(self._read)
 
     # -- instances -----------------------------------------------------------------------
     def get(self, instance_id: str, *, include_terminated: bool = False) -> InstanceRecord | None:
@@ -153,8 +173,10 @@ class InventoryView:
         out: dict[str, InstanceRecord] = {}
         for i in ids:
             record = self._rows[i]
-            if record is not None and (include_terminated or not record.deleted):
-                out[i] = record
+            if record is not None:
+                self._read.add(i)
+                if include_terminated or not record.deleted:
+                    out[i] = record
         return out
 
     def require(self, instance_id: str) -> InstanceRecord:
@@ -187,6 +209,7 @@ class InventoryView:
                 stmt = stmt.where(_INSTANCES.c.deleted == sa.false())
             ids = [self._remember(m).id for m in self._fetch(stmt.order_by(_INSTANCES.c.id))]
             self._listings[key] = tuple(ids)
+        self._read.update(self._listings[key])
         return [r for r in (self._rows[i] for i in self._listings[key]) if r is not None]
 
     # -- attributes --------------------------------------------------------------------------
@@ -230,6 +253,8 @@ class InventoryView:
                 found[cast(str, record.owner_id)].append(record.id)
             for owner, kids in found.items():
                 self._children[owner] = tuple(sorted(kids))
+        for i in ids:
+            self._read.update(self._children[i])
         return {
             i: [c for c in self._children[i] if include_terminated or not self._is_terminated(c)] for i in ids
         }
