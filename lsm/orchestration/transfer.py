@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy.exc import IntegrityError
@@ -156,6 +156,7 @@ class Orchestrator:
         try:
             with self.db.write() as session:
                 transaction = _Transaction(session, ctx, origin)
+                transaction.prefetch(_instance_ids(commands))
                 created: dict[str, int] = {}
                 for (op, index), command in zip(where, commands, strict=True):
                     transaction.origin = origin  # a validation outcome adopts its compile's request id
@@ -202,6 +203,7 @@ class Orchestrator:
             executed = [False] * len(rows)
             with self.db.write() as session:
                 transaction = _Transaction(session, ctx, SYSTEM)
+                transaction.prefetch(command.instance_id for _, command in follow)
                 for i, command in follow:
                     transaction.origin = origins[i]
                     outcome = transaction.run(command)
@@ -253,6 +255,11 @@ class Orchestrator:
         return Auto(instance_id=row.id, expected_version=row.version)
 
 
+def _instance_ids(commands: list[Command]) -> list[str]:
+    """The instances that commands addressed by id (not by entity and reference) will lock."""
+    return [c.instance_id for c in commands if isinstance(c, Auto | ValidationOutcome | ResourceOutcome)]
+
+
 def _within_batch(error: LsmError, created: dict[str, int]) -> LsmError:
     """An identity clash with an instance created earlier in the same batch names that item."""
     if isinstance(error, IdentityConflict) and error.details.get("instance") in created:
@@ -277,6 +284,33 @@ class _Transaction:
         self.ctx = ctx
         self.origin = origin
         self.compiles: list[str] = []
+        #: instances locked ahead by ``prefetch``; relation indexes this transaction wrote
+        self.locked: dict[str, InstanceRow] = {}
+        self.references: dict[str, set[tuple[str, str]]] = {}
+
+    def prefetch(self, instance_ids: Iterable[str]) -> None:
+        """Lock many instances in a few statements, ahead of commands that address them by id
+        (a validation round's outcomes, the automatic transfers after them): one batched
+        statement instead of one per command."""
+        ids = [i for i in dict.fromkeys(instance_ids) if i not in self.locked]
+        if not ids:
+            return
+        self.locked.update(repo.lock_instances_by_id(self.session, self.ctx.env_id, ids))
+
+    def lock_by_id(self, instance_id: str) -> InstanceRow:
+        """The instance, locked: from ``prefetch`` when it was, else locked now."""
+        row = self.locked.get(instance_id)
+        if row is None:
+            row = repo.lock_instance_by_id(self.session, self.ctx.env_id, instance_id)
+            self.locked[instance_id] = row
+        return row
+
+    def replace_references(self, row: InstanceRow, refs: set[tuple[str, str]]) -> None:
+        """Write the instance's relation index (skipping the read when this transaction knows it)."""
+        repo.replace_references(
+            self.session, self.ctx.env_id, row.id, refs, current=self.references.get(row.id)
+        )
+        self.references[row.id] = set(refs)
 
     def run(self, command: Command) -> Outcome:
         outcome = self.dispatch(command)
@@ -349,7 +383,8 @@ class _Transaction:
         if lifecycle.state(state).export_resources:
             row.desired_state_version = 1
             self.request_export(row, f"created in exporting state {state}")
-        repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
+        self.references[row.id] = set()  # a new id: nothing refers from it yet
+        self.replace_references(row, references_of(binding, row))
         trigger, message = ("create", "created")
         if command.adopts is not None:
             trigger, message = ("adopt", f"adopted discovered resource {command.adopts}")
@@ -380,7 +415,7 @@ class _Transaction:
         return self.transition(row, step, "api_set_state", message=command.message)
 
     def auto(self, command: Auto) -> Outcome:
-        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        row = self.lock_by_id(command.instance_id)
         if row.version != command.expected_version:
             return Outcome(row)  # something else moved it on first: that change wins
         binding = self.ctx.binding(row.entity)
@@ -395,7 +430,7 @@ class _Transaction:
             compile_row = self.session.get(CompileRow, command.compile_id)
             if compile_row is not None and compile_row.request_id is not None:
                 self.origin = Origin(self.origin.actor, compile_row.request_id)
-        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        row = self.lock_by_id(command.instance_id)
         if row.version != command.expected_version:
             return Outcome(row)  # validated attributes are stale; a newer request follows
         binding = self.ctx.binding(row.entity)
@@ -415,7 +450,7 @@ class _Transaction:
         )
 
     def resource_outcome(self, command: ResourceOutcome) -> Outcome:
-        row = repo.lock_instance_by_id(self.session, self.ctx.env_id, command.instance_id)
+        row = self.lock_by_id(command.instance_id)
         if row.desired_state_version != command.desired_state_version or row.deleted:
             return Outcome(row)  # a deploy of an older desired state says nothing of this one
         step = self.machine(row).step(row.state, "resource_based", success=command.success)
@@ -522,11 +557,9 @@ class _Transaction:
     ) -> None:
         binding = self.ctx.binding(row.entity)
         lifecycle = self.ctx.lifecycle(binding)
-        refs_changed = (sets.candidate, sets.active, sets.rollback) != (
-            row.candidate_attributes,
-            row.active_attributes,
-            row.rollback_attributes,
-        )
+        # the relation index follows the union of the three sets; a step that only moves values
+        # between sets (promote, rollback) or changes no relation leaves it as it is
+        refs_before = references_of(binding, row)
         row.state = destination
         row.candidate_attributes, row.active_attributes, row.rollback_attributes = (
             sets.candidate,
@@ -541,8 +574,9 @@ class _Transaction:
             row.desired_state_version += 1
             self.request_export(row, f"{binding.name} {row.id}: {source} -> {destination}")
         self.session.add(row)
-        if refs_changed:
-            repo.replace_references(self.session, self.ctx.env_id, row.id, references_of(binding, row))
+        refs = references_of(binding, row)
+        if refs != refs_before:
+            self.replace_references(row, refs)
         repo.add_event(
             self.session,
             row,
