@@ -93,6 +93,7 @@ class WorkerProcessing:
         role: str,
         agent: AgentService | None = None,
         webhooks: Webhooks | None = None,
+        sqlite_watch: bool = False,
     ) -> None:
         self.db = db
         self.webhooks = webhooks
@@ -101,7 +102,7 @@ class WorkerProcessing:
         self.scheduler = scheduler
         self.loop = loop
         self.agent = agent
-        self.listener = Listener(db, loop.wake)
+        self.listener = Listener(db, loop.wake, sqlite_watch=sqlite_watch)
         self.role = role
         self._lease: Lease | None = None
 
@@ -145,6 +146,7 @@ def build_compile_processing(
     on_finished: Callable[[str], None] = lambda _env_id: None,
     agent: AgentService | None = None,
     webhooks: Webhooks | None = None,
+    sqlite_watch: bool = False,
 ) -> WorkerProcessing:
     """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
     they are built.
@@ -152,7 +154,8 @@ def build_compile_processing(
     ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
     event stream of this process hear of it at once instead of at their next poll). ``agent``:
     a deploy agent run by the same loop (woken when a compile finished); ``webhooks``: the
-    webhook dispatcher and sender, two more sources of the same loop.
+    webhook dispatcher and sender, two more sources of the same loop; ``sqlite_watch``: a
+    process without the API wakes when another process commits (``lsm.services.wakeup``).
     """
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
@@ -192,7 +195,15 @@ def build_compile_processing(
         name=config.role,
     )
     processing = WorkerProcessing(
-        db, runner, compiles, scheduler, loop, role=config.role, agent=agent, webhooks=webhooks
+        db,
+        runner,
+        compiles,
+        scheduler,
+        loop,
+        role=config.role,
+        agent=agent,
+        webhooks=webhooks,
+        sqlite_watch=sqlite_watch,
     )
     keepalives.append(processing.keep_lease)
     if agent is not None:
@@ -280,7 +291,7 @@ class AgentProcessing:
             name=config.role,
         )
         agent.wake = self.loop.wake
-        self.listener = Listener(db, self.loop.wake)
+        self.listener = Listener(db, self.loop.wake, sqlite_watch=True)
 
     def start(self) -> None:
         self.loop.start()
@@ -462,6 +473,7 @@ def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerR
         config,
         on_finished=core.changes.notify,
         webhooks=build_webhooks(core, config),
+        sqlite_watch=True,
     )
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
 

@@ -36,10 +36,10 @@ class Setup:
     config: ServerConfig
     db: Database
 
-    def worker(self) -> WorkerRuntime:
+    def worker(self, poll_interval: float = 0.05) -> WorkerRuntime:
         """A compile worker over the same database, as another process would have (own engine, own signal)."""
         other = Database(self.db.url, schema=self.db.schema)
-        worker = build_worker(self.config.model_copy(update={"poll_interval": 0.05}), db=other)
+        worker = build_worker(self.config.model_copy(update={"poll_interval": poll_interval}), db=other)
         worker.start()
         return worker
 
@@ -79,6 +79,22 @@ def test_a_compile_finished_by_another_process_shows_up_on_the_stream(setup: Set
     assert finished.data["kind"] == "full"
     assert finished.data["desired_state_version"] == 1
     assert finished.id
+
+
+def test_a_worker_in_another_process_wakes_when_work_is_queued_not_at_its_next_poll(setup: Setup) -> None:
+    """PostgreSQL: LISTEN/NOTIFY; SQLite: the worker watches ``PRAGMA data_version``. With a
+    one-hour poll, only the wake-up can run the compile before the stream's read timeout."""
+    worker = setup.worker(poll_interval=3600)
+    try:
+        assert worker.processing.listener.connected.wait(READ_TIMEOUT), "the worker never started listening"
+        time.sleep(0.2)  # the loop has looked at the empty queue and is asleep for its poll
+        with Client(setup.url) as client, client.events(read_timeout=READ_TIMEOUT) as stream:
+            queued = client.request_compile(kind="full")
+            finished = next_matching(stream, "compile_finished", id=queued["id"])
+    finally:
+        worker.stop()
+        worker.db.dispose()
+    assert finished.data["status"] == "success"
 
 
 def test_instance_changes_are_streamed_with_who_made_them(setup: Setup) -> None:
