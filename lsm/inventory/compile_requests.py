@@ -9,12 +9,13 @@ same typed fields, so that the queue can claim them without guessing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, event, text
 from sqlmodel import Session
 
+from lsm.inventory.row_values import row_values
 from lsm.inventory.tables import CompileRow
 from lsm.schemas.compiles import CompileKind, CompileStatus
 
@@ -56,8 +57,8 @@ class CompileOrder:
             raise ValueError("validation parameters go with validation compiles, and only with them")
 
 
-def enqueue(session: Session, order: CompileOrder) -> CompileRow:
-    """Add the request to ``session`` (committed with the caller's transaction); returns its row."""
+def compile_values(order: CompileOrder) -> dict[str, Any]:
+    """The request as the values of its ``lsm_compile`` row (defaults filled in, a new id)."""
     params: dict[str, object] = {}
     if order.validation is not None:
         params.update(order.validation.model_dump())
@@ -65,7 +66,8 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
         params["selector"] = order.selector
     if order.incremental is not None:
         params["incremental"] = order.incremental
-    row = CompileRow(
+    return row_values(
+        CompileRow,
         env_id=order.env_id,
         kind=order.kind.value,
         status=CompileStatus.QUEUED.value,
@@ -78,6 +80,11 @@ def enqueue(session: Session, order: CompileOrder) -> CompileRow:
         actor=order.actor,
         request_id=order.request_id,
     )
+
+
+def enqueue(session: Session, order: CompileOrder) -> CompileRow:
+    """Add the request to ``session`` (committed with the caller's transaction); returns its row."""
+    row = CompileRow(**compile_values(order))
     session.add(row)
     notify_work(session, order.env_id)
     return row

@@ -17,6 +17,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from lsm.errors import InvalidInput, UnknownCompile, UnknownEnvironment, UnknownInstance
+from lsm.inventory.row_values import row_values
 from lsm.inventory.tables import CompileRow, EnvironmentRow, EventRow, InstanceRefRow, InstanceRow
 
 # -- environments --------------------------------------------------------------------------
@@ -259,6 +260,11 @@ def replace_references(
 
 
 # -- events --------------------------------------------------------------------------------------
+
+
+def event_values(row: InstanceRow, **fields: Any) -> dict[str, Any]:
+    """An event line of ``row`` as the values of its ``lsm_event`` row (for a batched insert)."""
+    return row_values(EventRow, env_id=row.env_id, instance_id=row.id, version=row.version, **fields)
 
 
 def add_event(session: Session, row: InstanceRow, **fields: Any) -> EventRow:
