@@ -13,9 +13,12 @@ based, expert force) goes through ``Orchestrator.execute``, which in one databas
    exporting compile) in the same transaction; both carry the ``Origin`` (actor and request
    id) of the change.
 
-After the commit, auto transfers of the new state fire in order, each in its own transaction,
-as the ``system`` actor with the request id of the change that caused them, and listeners
-(the compile worker) are told that requests are waiting. Nothing else in the code base writes
+The auto transfers of the new state then fire in order, each a step of its own (its own lock,
+version, event line and compile request) but in the SAME transaction, as the ``system`` actor
+with the request id of the change that caused them: a crash can not separate a step from its
+automatic follow-up. (When a follow-up is refused, the change commits alone and the follow-ups
+fire after it, each in its own transaction.) After the commit, listeners (the compile worker)
+are told that requests are waiting. Nothing else in the code base writes
 ``InstanceRow.state``.
 """
 
@@ -25,6 +28,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -40,10 +44,10 @@ from lsm.errors import (
     VersionConflict,
 )
 from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
+from lsm.inventory.compile_requests import CompileOrder, ValidationParams, compile_values, notify_work
 from lsm.inventory.database import Database
 from lsm.inventory.discovery_store import claim_adoption
-from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
+from lsm.inventory.tables import CompileRow, EventRow, InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
@@ -65,6 +69,9 @@ from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
+
+_EVENTS = EventRow.metadata.tables["lsm_event"]
+_COMPILES = CompileRow.metadata.tables["lsm_compile"]
 
 
 @dataclass
@@ -112,23 +119,28 @@ class Orchestrator:
         origin: Origin | None = None,
         grouped: bool = False,
     ) -> InstanceRow:
-        """Apply ``command`` in one transaction, then fire the auto transfers that follow.
+        """Apply ``command`` and the auto transfers that follow it, in one transaction.
 
-        ``origin`` says who asked (``None``: the engine itself, ``system``); the follow-up auto
-        transfers are recorded as ``system`` with the same request id. ``grouped``: the
+        Each auto step is a step of its own (lock, version bump, event line, compile request)
+        taken in the same transaction as the command, so that no crash can leave an instance in
+        a state whose automatic transfer never fires (``_chain``); when an auto step is refused,
+        the command is committed alone and the steps are fired after it, each in its own
+        transaction, as they always were. ``origin`` says who asked (``None``: the engine
+        itself, ``system``); the follow-up auto transfers are recorded as ``system`` with the
+        same request id. ``grouped``: the
         transaction may be shared with concurrent callers' commands, each under its own
         savepoint (``lsm.orchestration.group``), when group commit is enabled; the answer
         is the same as alone, given once the shared transaction committed.
         """
         group = self.group if grouped else None
-        outcome = self._execute_once(ctx, command, origin or SYSTEM, group)
+        outcome, chained = self._execute_once(ctx, command, origin or SYSTEM, group)
         row = outcome.instance
         queued = list(outcome.compiles)
-        while outcome.executed:
+        while outcome.executed and not chained:  # an auto step was refused in the chain: as before
             follow = self._auto_command(ctx, row)
             if follow is None:
                 break
-            outcome = self._execute_once(ctx, follow, outcome.origin.follow_up(), group)
+            outcome, _ = self._execute_once(ctx, follow, outcome.origin.follow_up(), group, chain=False)
             if outcome.executed:
                 row = outcome.instance
             queued.extend(outcome.compiles)
@@ -145,8 +157,9 @@ class Orchestrator:
         Every command is checked (a refused one does not stop the others from being checked),
         identity values are unique across the batch too (each create is flushed before the
         next one looks), and when any item is refused nothing is written and one error names
-        every refused item (``lsm.orchestration.batch``). The auto transfers that follow run
-        afterwards in rounds, one transaction per round for the whole batch.
+        every refused item (``lsm.orchestration.batch``). The auto transfers that follow run in
+        the same transaction, in rounds (``_chain``); when one is refused, the batch is
+        committed without them and they run afterwards, a transaction per round.
         """
         check_size(commands)
         origin = origin or SYSTEM
@@ -156,6 +169,7 @@ class Orchestrator:
         try:
             with self.db.write() as session:
                 transaction = _Transaction(session, ctx, origin)
+                transaction.deferred = True
                 transaction.prefetch(_instance_ids(commands))
                 created: dict[str, int] = {}
                 for (op, index), command in zip(where, commands, strict=True):
@@ -171,20 +185,71 @@ class Orchestrator:
                         created[outcome.instance.id] = index
                 if failures:
                     raise batch_error(failures, len(commands))
+                rows = [outcome.instance for outcome in outcomes]
+                executed = [o.executed for o in outcomes]
+                follow_ups = [o.origin.follow_up() for o in outcomes]
+                chained = self._chain(transaction, rows, executed, follow_ups)
+                transaction.write_pending()
         except IntegrityError as exc:
             if "identity" in str(exc.orig).lower():
                 raise IdentityConflict(
                     "identity value already used by another instance (concurrent create); nothing was written"
                 ) from None
             raise
-        rows = [outcome.instance for outcome in outcomes]
         queued = bool(transaction.compiles)
-        follow_ups = [o.origin.follow_up() for o in outcomes]
-        queued |= self._auto_rounds(ctx, rows, [o.executed for o in outcomes], follow_ups)
+        if not chained:  # an auto step was refused in the chain: the old rounds, after the commit
+            queued |= self._auto_rounds(ctx, rows, executed, follow_ups)
         if queued:
             self.notify(ctx.env_id)
         self._changed(ctx.env_id)
         return rows
+
+    def _chain(
+        self, transaction: _Transaction, rows: list[InstanceRow], executed: list[bool], origins: list[Origin]
+    ) -> bool:
+        """Fire the auto transfers that follow ``rows`` inside ``transaction``, in rounds (each
+        row's steps with its own origin); ``rows`` are updated in place.
+
+        Why in the same transaction: committed apart, a crash between the step and its automatic
+        follow-up (a worker killed after applying a validation round's outcomes, before promoting
+        them) left instances in a state whose auto transfer had fired for nobody, and the
+        retried request found them moved on. The rounds run under a SAVEPOINT: when any step is
+        refused (an ``LsmError``), the whole chain is undone and False is returned; the caller
+        commits without it and fires the steps after its commit, as before.
+        """
+        ctx = transaction.ctx
+        follow = self._follow(ctx, rows, executed)
+        if not follow:
+            return True
+        mark = transaction.mark()
+        try:
+            with transaction.session.begin_nested():
+                while follow:
+                    executed = [False] * len(rows)
+                    transaction.prefetch(command.instance_id for _, command in follow)
+                    for i, command in follow:
+                        transaction.origin = origins[i]
+                        outcome = transaction.run(command)
+                        if outcome.executed:
+                            rows[i], executed[i] = outcome.instance, True
+                    follow = self._follow(ctx, rows, executed)
+        except LsmError:
+            log.warning("an automatic transfer was refused; firing them after the commit", exc_info=True)
+            transaction.undo_to(mark)
+            for row in rows:
+                transaction.session.refresh(row)  # the savepoint's rollback expired them
+            return False
+        return True
+
+    def _follow(
+        self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool]
+    ) -> list[tuple[int, Auto]]:
+        """The auto transfers due after a round: (row index, command)."""
+        return [
+            (i, command)
+            for i, row in enumerate(rows)
+            if executed[i] and (command := self._auto_command(ctx, row)) is not None
+        ]
 
     def _auto_rounds(
         self, ctx: EnvironmentContext, rows: list[InstanceRow], executed: list[bool], origins: list[Origin]
@@ -193,22 +258,20 @@ class Orchestrator:
         each row's steps carry its own origin (``origins``, one per row)."""
         queued = False
         while True:
-            follow = [
-                (i, command)
-                for i, row in enumerate(rows)
-                if executed[i] and (command := self._auto_command(ctx, row)) is not None
-            ]
+            follow = self._follow(ctx, rows, executed)
             if not follow:
                 return queued
             executed = [False] * len(rows)
             with self.db.write() as session:
                 transaction = _Transaction(session, ctx, SYSTEM)
+                transaction.deferred = True
                 transaction.prefetch(command.instance_id for _, command in follow)
                 for i, command in follow:
                     transaction.origin = origins[i]
                     outcome = transaction.run(command)
                     if outcome.executed:
                         rows[i], executed[i] = outcome.instance, True
+                transaction.write_pending()
                 queued |= bool(transaction.compiles)
 
     def notify(self, env_id: str) -> None:
@@ -228,10 +291,27 @@ class Orchestrator:
                 log.exception("change watcher failed")
 
     def _execute_once(
-        self, ctx: EnvironmentContext, command: Command, origin: Origin, group: GroupCommit | None = None
-    ) -> Outcome:
-        def work(session: Session) -> Outcome:
-            return _Transaction(session, ctx, origin).run(command)
+        self,
+        ctx: EnvironmentContext,
+        command: Command,
+        origin: Origin,
+        group: GroupCommit | None = None,
+        *,
+        chain: bool = True,
+    ) -> tuple[Outcome, bool]:
+        """Run ``command`` in a transaction of its own (or a group's savepoint), with the auto
+        transfers that follow it when ``chain``; the outcome of the last step taken, and whether
+        the chain is complete (no refused auto step left for the caller)."""
+
+        def work(session: Session) -> tuple[Outcome, bool]:
+            transaction = _Transaction(session, ctx, origin)
+            outcome = transaction.run(command)
+            if not chain:
+                return outcome, True
+            rows = [outcome.instance]
+            if not self._chain(transaction, rows, [outcome.executed], [outcome.origin.follow_up()]):
+                return outcome, False
+            return Outcome(rows[0], outcome.executed, transaction.compiles, outcome.origin), True
 
         try:
             if group is not None:
@@ -284,6 +364,11 @@ class _Transaction:
         self.ctx = ctx
         self.origin = origin
         self.compiles: list[str] = []
+        #: event lines and compile requests not inserted yet (``write_pending``); ``deferred``:
+        #: a batch inserts them once, after its last command, instead of after each one
+        self.pending_events: list[dict[str, Any]] = []
+        self.pending_compiles: list[dict[str, Any]] = []
+        self.deferred = False
         #: instances locked ahead by ``prefetch``; relation indexes this transaction wrote
         self.locked: dict[str, InstanceRow] = {}
         self.references: dict[str, set[tuple[str, str]]] = {}
@@ -315,7 +400,37 @@ class _Transaction:
     def run(self, command: Command) -> Outcome:
         outcome = self.dispatch(command)
         outcome.origin = self.origin
+        if not self.deferred:
+            self.write_pending()
         return outcome
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where this transaction's pending rows and queued ids stand (``undo_to`` returns there)."""
+        return len(self.pending_events), len(self.pending_compiles), len(self.compiles)
+
+    def undo_to(self, mark: tuple[int, int, int]) -> None:
+        """Forget what was queued since ``mark`` (a rolled-back savepoint's rows and requests);
+        relation indexes written since are read again when needed."""
+        events, compiles, ids = mark
+        del self.pending_events[events:]
+        del self.pending_compiles[compiles:]
+        del self.compiles[ids:]
+        self.references.clear()
+
+    def write_pending(self) -> None:
+        """Insert the event lines and compile requests of the commands run so far: as values,
+        one ``executemany`` per table (``lsm.inventory.row_values`` says why not ORM objects)."""
+        connection = self.session.connection()
+        if self.pending_compiles:
+            connection.execute(_COMPILES.insert(), self.pending_compiles)
+            self.pending_compiles = []
+        if self.pending_events:
+            connection.execute(_EVENTS.insert(), self.pending_events)
+            self.pending_events = []
+
+    def add_event(self, row: InstanceRow, **fields: Any) -> None:
+        """An event line of ``row``, with who asked (inserted by ``write_pending``)."""
+        self.pending_events.append(repo.event_values(row, **self.who(), **fields))
 
     def dispatch(self, command: Command) -> Outcome:
         match command:
@@ -388,9 +503,7 @@ class _Transaction:
         trigger, message = ("create", "created")
         if command.adopts is not None:
             trigger, message = ("adopt", f"adopted discovered resource {command.adopts}")
-        repo.add_event(
-            self.session, row, source=None, target=state, trigger=trigger, message=message, **self.who()
-        )
+        self.add_event(row, source=None, target=state, trigger=trigger, message=message)
         self.after_entering(row)
         return Outcome(row, executed=True, compiles=self.compiles)
 
@@ -516,10 +629,8 @@ class _Transaction:
         new_sets = sets if sets is not None else current
         if step.is_noop and new_sets == current:
             if step.is_error:  # a failure with nowhere to go is still worth a line in the log
-                repo.add_event(
-                    self.session,
+                self.add_event(
                     row,
-                    **self.who(),
                     source=row.state,
                     target=row.state,
                     trigger=trigger,
@@ -577,10 +688,8 @@ class _Transaction:
         refs = references_of(binding, row)
         if refs != refs_before:
             self.replace_references(row, refs)
-        repo.add_event(
-            self.session,
+        self.add_event(
             row,
-            **self.who(),
             source=source,
             target=destination,
             trigger=trigger,
@@ -612,7 +721,7 @@ class _Transaction:
                 target=target,
             ),
         )
-        self.compiles.append(enqueue(self.session, order).id)
+        self.enqueue(order)
 
     def request_export(self, row: InstanceRow, reason: str) -> None:
         partial = self.ctx.settings.partial_compiles
@@ -624,7 +733,14 @@ class _Transaction:
             actor=self.origin.actor,
             request_id=self.origin.request_id,
         )
-        self.compiles.append(enqueue(self.session, order).id)
+        self.enqueue(order)
+
+    def enqueue(self, order: CompileOrder) -> None:
+        """Queue a compile request in this transaction (inserted by ``write_pending``)."""
+        values = compile_values(order)
+        self.pending_compiles.append(values)
+        self.compiles.append(values["id"])
+        notify_work(self.session, order.env_id)
 
     def new_instance_id(self, requested: str | None) -> str:
         if requested is None:
