@@ -198,7 +198,9 @@ async def _queued_before_drain(
 
 
 def per_worker(compiles: list[dict[str, Any]], workers: list[Started]) -> dict[str, dict[str, int]]:
-    """Per worker process, per kind: compiles it ran (``runs``) and requests they finished.
+    """Per worker process, per kind: requests it finished, those that ran (not merged into
+    another: ``runs``), and its claims (``claims``: distinct start times; a round of batched
+    validations is one claim of many requests that each keep their own report).
 
     The worker of a compile is its report's ``worker`` (the lease holder that finished it); a
     request merged into another belongs to the worker of the one it was merged into.
@@ -206,6 +208,7 @@ def per_worker(compiles: list[dict[str, Any]], workers: list[Started]) -> dict[s
     names = {str(w.process.pid): w.name for w in workers}
     by_id = {c["id"]: c for c in compiles}
     out: dict[str, dict[str, int]] = {}
+    claims: dict[str, set[tuple[str, str]]] = {}
     for c in compiles:
         leader = by_id.get(c["merged_into"] or c["id"], c)
         holder = (leader.get("report") or {}).get("worker")
@@ -217,6 +220,10 @@ def per_worker(compiles: list[dict[str, Any]], workers: list[Started]) -> dict[s
         counts[f"{c['kind']}_requests"] = counts.get(f"{c['kind']}_requests", 0) + 1
         if c["merged_into"] is None:
             counts[f"{c['kind']}_runs"] = counts.get(f"{c['kind']}_runs", 0) + 1
+            claims.setdefault(name, set()).add((c["kind"], c["started_at"]))
+    for name, started in claims.items():
+        for kind, _ in started:
+            out[name][f"{kind}_claims"] = out[name].get(f"{kind}_claims", 0) + 1
     return dict(sorted(out.items()))
 
 

@@ -191,12 +191,17 @@ def _drain_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ("updates/s from the first claim", f"{r['updates_per_s_from_first_claim']:,.1f}"),
         ("some compile running s (of the drain)", f"{r['compiles_busy_s']:,.2f}"),
         ("exporting runs", f"{r['exporting_runs']:,}"),
-        (
-            "per worker (runs / requests)",
-            "; ".join(
-                f"{name} " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-                for name, counts in r["per_worker"].items()
-            ),
+        *(
+            (
+                f"{name}: requests / runs / claims",
+                "; ".join(
+                    f"{kind} {counts.get(kind + '_requests', 0)} / {counts.get(kind + '_runs', 0)}"
+                    f" / {counts.get(kind + '_claims', 0)}"
+                    for kind in ("validation", "partial", "full")
+                    if kind + "_requests" in counts
+                ),
+            )
+            for name, counts in r["per_worker"].items()
         ),
         (
             "ran once: validated once / new versions",

@@ -199,6 +199,7 @@ def test_e2e_drain_queues_every_update_then_the_workers_drain_it_each_request_on
     assert set(per_worker) <= {f"worker-{i}" for i in range(workers)}
     assert sum(c.get("validation_requests", 0) for c in per_worker.values()) == 16
     assert sum(c.get("partial_requests", 0) for c in per_worker.values()) == 16
+    assert 1 <= sum(c.get("validation_claims", 0) for c in per_worker.values()) <= 16
     assert result["updates_per_s"] > 0 and result["first_claim_s"] >= 0
     assert set(result["exit_codes"]) == {"server", *(f"worker-{i}" for i in range(workers))}
 
