@@ -129,6 +129,7 @@ async def _drive(
 
         # the drain: every worker at once, timed from just before the first one starts
         out["load_average_at_drain"] = os.getloadavg()[0]
+        cpu_before = machine_cpu()
         drain_start = time.time()
         workers = [
             processes.start(
@@ -144,6 +145,7 @@ async def _drive(
             poll_s=options.poll_s,
             check_alive=processes.check_alive,
         )
+        out["machine_cpu_busy"] = busy_share(cpu_before, machine_cpu())
         compiles = await completion.list_compiles(client, stop_at=before_load)
         analysis = completion.analyze(compiles, results)
         end_at: float = analysis["end_at"]
@@ -168,6 +170,25 @@ async def _drive(
         }
         out["verified"] = await completion.verify(client, [t for t in targets if t.id in accepted])
         out["ran_once"] = await ran_once(client, accepted, compiles, versions_before)
+
+
+def machine_cpu() -> tuple[int, int] | None:
+    """The machine's CPU ticks so far (busy, total) from /proc/stat; None off Linux."""
+    try:
+        fields = [int(f) for f in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of all cores busy between two ``machine_cpu`` readings (everyone's work: ours,
+    the database's and other people's): near 1.0 means a CPU-bound run, where more workers can
+    not help."""
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
 
 
 async def _versions(client: httpx.AsyncClient) -> list[dict[str, Any]]:

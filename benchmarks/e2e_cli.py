@@ -219,6 +219,10 @@ def _drain_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ),
         ("CPU s", ", ".join(f"{k} {v:,.1f}" for k, v in r["cpu_s"].items() if v is not None)),
         (
+            "machine CPU busy during the drain (all cores, everyone)",
+            "-" if r.get("machine_cpu_busy") is None else f"{r['machine_cpu_busy']:.0%}",
+        ),
+        (
             "1-min load average at start / at the drain",
             f"{r['load_average_at_start']:.2f} / {r['load_average_at_drain']:.2f}",
         ),
