@@ -163,7 +163,6 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         settled = await completion.wait_until_settled(
             client,
             accepted,
-            before_load=before_load,
             deadline=deadline,
             poll_s=options.poll_s,
             check_alive=processes.check_alive,

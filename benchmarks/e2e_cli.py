@@ -20,6 +20,7 @@ from rich.table import Table
 
 from benchmarks import report
 from benchmarks.backend import backend_name
+from benchmarks.drain import run_drain
 from benchmarks.e2e import E2eOptions, run_e2e
 
 
@@ -43,6 +44,13 @@ def add_e2e_parser(commands: Any) -> None:
         "--no-server-worker",
         action="store_true",
         help="`lsm server --no-worker`: compiles only in the --workers processes (SQLite: --workers 1)",
+    )
+    e2e.add_argument(
+        "--drain",
+        action="store_true",
+        help="worker scaling without the API in the way: `lsm server --no-worker` takes every PATCH "
+        "first (the validations queue up), then WORKERS `lsm worker` start at once; timed from their "
+        "start to the last needed compile (default --workers 1; SQLite: 1 only)",
     )
     e2e.add_argument("--timeout", type=float, default=600.0, help="bound from the first PATCH to done (s)")
     e2e.add_argument("--poll", type=float, default=0.5, help="seconds between completion polls (default 0.5)")
@@ -68,21 +76,24 @@ def run_e2e_command(args: argparse.Namespace, argv: list[str]) -> int:
         routers=args.routers,
         updates=args.updates,
         concurrency=args.concurrency,
-        workers=args.workers,
-        server_worker=not args.no_server_worker,
+        workers=max(args.workers, 1) if args.drain else args.workers,
+        server_worker=not (args.no_server_worker or args.drain),
         timeout=args.timeout,
         database_url=args.database_url,
         workdir=args.workdir,
         rng_seed=args.seed,
         poll_s=args.poll,
     )
+    mode = "drain" if args.drain else "e2e"
     progress.log(
-        f"e2e: {args.routers:,} routers, {args.updates:,} updates, {args.workers} workers on {backend} ..."
+        f"{mode}: {args.routers:,} routers, {args.updates:,} updates, "
+        f"{options.workers} workers on {backend} ..."
     )
     code = report.code_info()
     measured: dict[str, Any] = {}
+    run = run_drain if args.drain else run_e2e
     try:
-        result: dict[str, Any] = {**run_e2e(options, measured), "code": code}
+        result: dict[str, Any] = {**run(options, measured), "code": code}
     except Exception as exc:  # a broken run is an error entry in the document, like a failed size
         error = f"{type(exc).__name__}: {exc}"
         result = {**measured, "error": error, "traceback": traceback.format_exc(), "code": code}
@@ -90,7 +101,8 @@ def run_e2e_command(args: argparse.Namespace, argv: list[str]) -> int:
         "routers": args.routers,
         "updates": args.updates,
         "concurrency": options.in_flight,
-        "workers": args.workers,
+        "workers": options.workers,
+        "drain": args.drain,
         "timeout": args.timeout,
         "poll": args.poll,
         "seed": args.seed,
@@ -111,7 +123,10 @@ def print_e2e(doc: dict[str, Any], console: Console) -> None:
         for name, tail in (result.get("logs") or {}).items():
             console.print(f"[bold]{name} log (tail)[/bold]\n{tail}")
         return
-    console.print(_summary_table(doc, result))
+    if result.get("mode") == "drain":
+        console.print(_drain_table(doc, result))
+    else:
+        console.print(_summary_table(doc, result))
     console.print(_compiles_table(result))
 
 
@@ -153,6 +168,64 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ("CPU s", ", ".join(f"{k} {v:,.1f}" for k, v in r["cpu_s"].items() if v is not None)),
         ("1-min load average at start", f"{r['load_average_at_start']:.2f}"),
         ("peak RSS MB", ", ".join(f"{k} {v:,.0f}" for k, v in r["peak_rss_mb"].items() if v is not None)),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _drain_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
+    title = (
+        f"e2e --drain: {r['accepted']:,} queued updates on {r['ports']:,} ports ({r['routers']:,} routers), "
+        f"{r['workers']} `lsm worker` ({doc['backend']})"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("measure", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    accept = r["accept"]
+    latency = accept["patch_latency_s"] or {}
+    rows = [
+        ("updates/s of the drain (workers' start -> last needed compile)", f"{r['updates_per_s']:,.1f}"),
+        ("drain s", f"{r['drain_s']:,.2f}"),
+        ("first claim s (workers' start-up)", f"{r['first_claim_s']:,.2f}"),
+        ("updates/s from the first claim", f"{r['updates_per_s_from_first_claim']:,.1f}"),
+        ("some compile running s (of the drain)", f"{r['compiles_busy_s']:,.2f}"),
+        ("exporting runs", f"{r['exporting_runs']:,}"),
+        *(
+            (
+                f"{name}: requests / runs / claims",
+                "; ".join(
+                    f"{kind} {counts.get(kind + '_requests', 0)} / {counts.get(kind + '_runs', 0)}"
+                    f" / {counts.get(kind + '_claims', 0)}"
+                    for kind in ("validation", "partial", "full")
+                    if kind + "_requests" in counts
+                ),
+            )
+            for name, counts in r["per_worker"].items()
+        ),
+        (
+            "ran once: validated once / new versions",
+            f"{r['ran_once']['validated_once']:,} / {r['ran_once']['new_versions']:,}",
+        ),
+        (
+            "verified in desired state",
+            f"{r['verified']['verified']:,} (version {r['verified']['desired_state_version']})",
+        ),
+        ("PATCHes: accepted / errors", f"{accept['accepted']:,} / {accept['errors'] or 'none'}"),
+        ("PATCHes: all answered s / p50 ms", f"{accept['all_answered_s']:,.2f} / {_ms(latency.get('p50'))}"),
+        (
+            "seed: import s / full compile s",
+            f"{r['seed']['import_s']:.2f} / {r['seed']['full_compile_s']:.2f}",
+        ),
+        ("CPU s", ", ".join(f"{k} {v:,.1f}" for k, v in r["cpu_s"].items() if v is not None)),
+        (
+            "machine CPU busy during the drain (all cores, everyone)",
+            "-" if r.get("machine_cpu_busy") is None else f"{r['machine_cpu_busy']:.0%}",
+        ),
+        (
+            "1-min load average at start / at the drain",
+            f"{r['load_average_at_start']:.2f} / {r['load_average_at_drain']:.2f}",
+        ),
     ]
     for name, value in rows:
         table.add_row(name, value)

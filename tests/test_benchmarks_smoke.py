@@ -175,6 +175,35 @@ def test_e2e_with_the_compiles_in_a_worker_process_beside_an_api_only_server(
     assert set(result["exit_codes"]) == {"server", "worker-0"}
 
 
+def test_e2e_drain_queues_every_update_then_the_workers_drain_it_each_request_once(
+    tmp_path: Path, backend: str
+) -> None:
+    """``--drain``: the API alone takes every PATCH (validations stay queued), then the workers
+    start; both workers of PostgreSQL show up in the per-worker counts of what they ran."""
+    out = tmp_path / "e2e.json"
+    url = _database_url(backend)
+    workers = 1 if url is None else 2
+    argv = ["e2e", "--drain", "--routers", "5", "--updates", "16", "--timeout", "120", "--poll", "0.1"]
+    argv += ["--workers", str(workers), "--json", str(out), "--workdir", str(tmp_path / "w")]
+    assert main(argv + (["--database-url", url] if url else [])) == 0
+    result: dict[str, Any] = json.loads(out.read_text())["results"][0]
+    assert "error" not in result, result.get("traceback")
+    assert (result["mode"], result["server_worker"], result["workers"]) == ("drain", False, workers)
+    assert result["queued_before_drain"] == {"queued_validations": 16}
+    assert result["accepted"] == 16 and result["verified"]["verified"] == 16
+    assert result["ran_once"]["validated_once"] == 16
+    assert result["ran_once"]["new_versions"] == result["exporting_runs"] >= 1
+    assert result["compiles"]["validation"]["success"] == 16
+    assert result["compiles"]["partial"]["success"] == 16
+    per_worker = result["per_worker"]
+    assert set(per_worker) <= {f"worker-{i}" for i in range(workers)}
+    assert sum(c.get("validation_requests", 0) for c in per_worker.values()) == 16
+    assert sum(c.get("partial_requests", 0) for c in per_worker.values()) == 16
+    assert 1 <= sum(c.get("validation_claims", 0) for c in per_worker.values()) <= 16
+    assert result["updates_per_s"] > 0 and result["first_claim_s"] >= 0
+    assert set(result["exit_codes"]) == {"server", *(f"worker-{i}" for i in range(workers))}
+
+
 def test_e2e_stops_the_server_and_reports_an_error_when_the_run_can_not_be_measured(tmp_path: Path) -> None:
     out = tmp_path / "e2e.json"
     argv = ["e2e", "--routers", "1", "--updates", "5", "--json", str(out), "--workdir", str(tmp_path)]

@@ -17,6 +17,7 @@ from lsm.api.responses import CHANGE, READ, errors
 from lsm.errors import InvalidInput
 from lsm.schemas.auth import Role
 from lsm.schemas.compile_reports import CompileOut, CompileRequest
+from lsm.schemas.compiles import CompileKind, CompileStatus
 
 router = APIRouter(
     prefix="/api/v1/compiles",
@@ -72,9 +73,16 @@ def list_compiles(
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Offset = 0,
+    kind: Annotated[CompileKind | None, Query(description="Only compiles of this kind.")] = None,
+    status: Annotated[CompileStatus | None, Query(description="Only compiles with this status.")] = None,
 ) -> list[CompileOut]:
-    """The queue and the history, newest first."""
-    return [shown(request, c) for c in facades.compiles.list_compiles(ctx, limit=limit, offset=offset)]
+    """The queue and the history, newest first; optionally of one kind and/or one status.
+
+    ``status=queued&limit=1`` is the cheap question "is anything still to do?" (a poller asks it
+    without reading the history).
+    """
+    compiles = facades.compiles.list_compiles(ctx, limit=limit, offset=offset, kind=kind, status=status)
+    return [shown(request, c) for c in compiles]
 
 
 @router.get("/selectors")

@@ -300,9 +300,12 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """The selectors the environment can name, with their parameters."""
         return self._many(Request("GET", "/api/v1/compiles/selectors"))
 
-    def list_compiles(self, *, limit: int = 50, offset: int = 0) -> ListT:
-        """The compile queue and history, newest first."""
-        return self._many(Request("GET", "/api/v1/compiles", params={"limit": limit, "offset": offset}))
+    def list_compiles(
+        self, *, limit: int = 50, offset: int = 0, kind: str | None = None, status: str | None = None
+    ) -> ListT:
+        """The compile queue and history, newest first; only of ``kind`` / with ``status`` when given."""
+        params = _drop_none({"limit": limit, "offset": offset, "kind": kind, "status": status})
+        return self._many(Request("GET", "/api/v1/compiles", params=params))
 
     def get_compile(self, compile_id: str) -> ObjT:
         """One compile report."""

@@ -107,3 +107,32 @@ def test_a_partial_compile_takes_a_selector_and_explain_queues_nothing(http: htt
     assert unknown.status_code == 422
     names = [s["name"] for s in http.get("/api/v1/compiles/selectors").json()]
     assert "owner_tree" in names and "relation_closure" in names
+
+
+def test_the_compile_list_filters_by_kind_and_status(http: httpx.Client, engine: ApiRuntime) -> None:
+    """``kind`` and ``status`` narrow the list (a poller asks ``status=queued&limit=1``); an
+    unknown value is a 422 naming the parameter."""
+    queued = http.post("/api/v1/compiles", json={"kind": "full"}).json()
+    failed = http.post("/api/v1/compiles", json={"kind": "full"}).json()
+    with engine.db.write() as session:
+        row = session.get(CompileRow, failed["id"])
+        assert row is not None
+        row.status = "failed"
+        session.add(row)
+
+    def ids(**params: str | int) -> list[str]:
+        response = http.get("/api/v1/compiles", params=params)
+        assert response.status_code == 200, response.text
+        return [c["id"] for c in response.json()]
+
+    assert ids(status="queued") == [queued["id"]]
+    assert ids(status="failed") == [failed["id"]]
+    assert ids(status="running") == []
+    assert ids(status="queued", limit=1) == [queued["id"]]
+    assert ids(kind="full") == [failed["id"], queued["id"]]
+    assert ids(kind="full", status="failed") == [failed["id"]]
+    assert ids(kind="validation") == []
+    for name, value in (("status", "done"), ("kind", "export")):
+        refused = http.get("/api/v1/compiles", params={name: value})
+        assert refused.status_code == 422, refused.text
+        assert [(e["in"], e["path"]) for e in refused.json()["errors"]] == [("query", name)]

@@ -81,6 +81,8 @@ def test_catalog_lifecycles_compiles_and_settings(client: Client) -> None:
     report = client.request_compile(kind="full")
     assert client.get_compile(report["id"])["status"] == "queued"
     assert report["id"] in [c["id"] for c in client.list_compiles()]
+    assert [c["id"] for c in client.list_compiles(kind="full", status="queued")] == [report["id"]]
+    assert client.list_compiles(status="running") == []
     assert client.set_setting("partial_compiles", False)["partial_compiles"]["value"] is False
     assert client.settings()["partial_compiles"]["value"] is False
     assert client.health() == {"status": "ok"}
