@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_
+from sqlalchemy import bindparam, delete, func, insert, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -54,6 +54,34 @@ def parse_ref(ref: str) -> tuple[str | None, str | None]:
     return str(uuid.UUID(ref)), None
 
 
+def _instance_query(*, by_identity: bool, for_update: bool) -> Any:
+    """One of the four instance lookups, built once with bound parameters.
+
+    Why prebuilt: every PATCH and every transfer looks its instance up; building the statement
+    (column comparisons, coercions, its cache key) cost about as much as running it on SQLite.
+    """
+    query = select(InstanceRow).where(
+        InstanceRow.env_id == bindparam("env_id"), InstanceRow.entity == bindparam("entity")
+    )
+    if by_identity:
+        query = query.where(InstanceRow.identity == bindparam("key"), col(InstanceRow.deleted).is_(False))
+    else:
+        query = query.where(InstanceRow.id == bindparam("key"))
+    return query.with_for_update() if for_update else query
+
+
+_FIND = {
+    (by_identity, for_update): _instance_query(by_identity=by_identity, for_update=for_update)
+    for by_identity in (False, True)
+    for for_update in (False, True)
+}
+_LOCK_BY_ID = (
+    select(InstanceRow)
+    .where(InstanceRow.env_id == bindparam("env_id"), InstanceRow.id == bindparam("key"))
+    .with_for_update()
+)
+
+
 def find_instance(
     session: Session,
     env_id: str,
@@ -65,10 +93,7 @@ def find_instance(
 ) -> InstanceRow:
     """The instance ``ref`` (id or ``<identity>=<value>``) of ``entity``, optionally row-locked."""
     instance_id, identity = parse_ref(ref)
-    query = select(InstanceRow).where(InstanceRow.env_id == env_id, InstanceRow.entity == entity)
-    if instance_id is not None:
-        query = query.where(InstanceRow.id == instance_id)
-    else:
+    if instance_id is None:
         attr = ref.partition("=")[0]
         if identity_attr is None or attr != identity_attr:
             raise InvalidInput(
@@ -81,22 +106,16 @@ def find_instance(
                 entity=entity,
                 attribute=attr,
             )
-        query = query.where(InstanceRow.identity == identity, col(InstanceRow.deleted).is_(False))
-    if for_update:
-        query = query.with_for_update()
-    row = session.exec(query).first()
+    query = _FIND[(instance_id is None, for_update)]
+    params = {"env_id": env_id, "entity": entity, "key": instance_id if instance_id is not None else identity}
+    row: InstanceRow | None = session.exec(query, params=params).first()
     if row is None:
         raise UnknownInstance(f"no {entity} instance {ref!r}", entity=entity, instance=ref)
     return row
 
 
 def lock_instance_by_id(session: Session, env_id: str, instance_id: str) -> InstanceRow:
-    query = (
-        select(InstanceRow)
-        .where(InstanceRow.env_id == env_id, InstanceRow.id == instance_id)
-        .with_for_update()
-    )
-    row = session.exec(query).first()
+    row: InstanceRow | None = session.exec(_LOCK_BY_ID, params={"env_id": env_id, "key": instance_id}).first()
     if row is None:
         raise UnknownInstance(f"no instance {instance_id!r}", instance=instance_id)
     return row
