@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import StringConstraints
 
@@ -22,7 +22,7 @@ from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.disclosure import redact, redact_text, shows_details
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
-from lsm.api.responses import CHANGE, READ, errors
+from lsm.api.responses import CHANGE, READ, errors, model_json
 from lsm.schemas.auth import Role
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -107,12 +107,12 @@ def get_instance(entity: EntityName, ref: InstanceRef, facades: FacadesDep, ctx:
     return facades.inventory.get_instance(ctx, entity, ref)
 
 
-@router.patch("/{entity}/{ref}", responses=errors(*CHANGE))
+@router.patch("/{entity}/{ref}", responses=errors(*CHANGE), response_model=InstanceOut)
 async def update_instance(
     entity: EntityName, ref: InstanceRef, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
-) -> InstanceOut:
+) -> Response:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    return await run_in_threadpool(
+    updated = await run_in_threadpool(
         facades.inventory.update_instance,
         ctx,
         entity,
@@ -120,6 +120,7 @@ async def update_instance(
         current_version=body.current_version,
         attributes=body.attributes,
     )
+    return model_json(updated)
 
 
 @router.post("/{entity}/{ref}/state", responses=errors(*CHANGE))

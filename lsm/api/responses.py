@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import Response
+from pydantic import BaseModel
+
 from lsm.schemas.errors import ErrorOut, InvalidInputOut
 
 _DESCRIPTIONS = {
@@ -40,3 +43,15 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in sorted(set(statuses))
     }
+
+
+def model_json(model: BaseModel, status_code: int = 200) -> Response:
+    """``model`` as the JSON answer, serialized once.
+
+    Why: a route that returns a model has FastAPI validate it against the response model again
+    and then serialize it, about 0.15 ms per answer; the hottest route (PATCH of an instance,
+    hundreds a second under a burst) returns the facade's answer, which already is that model.
+    The route keeps ``response_model=`` for its OpenAPI description. The models it is used
+    with have no field aliases, so the body is the same as FastAPI's.
+    """
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
