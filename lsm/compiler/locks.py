@@ -8,25 +8,19 @@ look as if the validations had run one after the other.
 
 PostgreSQL gives both with session-level advisory locks held on a dedicated connection for
 the compile's duration; a worker that dies releases them with its connection. SQLite has one
-worker process (``lsm.services.singleton``), where thread locks are the same guarantee.
+worker process (``lsm.services.singleton``), where thread locks are the same guarantee. The
+statements are in ``lsm.inventory.advisory_locks``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
+from lsm.inventory.advisory_locks import advisory_key, try_advisory, unlock_advisory
 from lsm.inventory.database import Database
-
-
-def _key(kind: str, name: str) -> int:
-    """A stable signed 64-bit advisory-lock key."""
-    return int.from_bytes(
-        hashlib.blake2b(f"{kind}:{name}".encode(), digest_size=8).digest(), "big", signed=True
-    )
 
 
 class Held:
@@ -110,9 +104,9 @@ class EnvironmentLocks:
 
         if conn is None or not keys:
             return Held([give_back])
-        advisory = [_key(kind, n) for n in names]
+        advisory = [advisory_key(kind, n) for n in names]
         try:
-            got = _try_advisory(conn, advisory)
+            got = try_advisory(conn, advisory)
         except BaseException:
             give_back()
             raise
@@ -121,20 +115,6 @@ class EnvironmentLocks:
             return None
 
         def unlock() -> None:
-            conn.execute(_UNLOCK, {"ks": advisory})
-            conn.commit()
+            unlock_advisory(conn, advisory)
 
         return Held([give_back, unlock])
-
-
-_LOCK = text("SELECT k, pg_try_advisory_lock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
-_UNLOCK = text("SELECT pg_advisory_unlock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
-
-
-def _try_advisory(conn: Connection, keys: list[int]) -> bool:
-    """Take every key or none (so two workers never hold half of each other's)."""
-    taken = [row[0] for row in conn.execute(_LOCK, {"ks": keys}) if row[1]]
-    if len(taken) < len(keys) and taken:
-        conn.execute(_UNLOCK, {"ks": taken})
-    conn.commit()
-    return len(taken) == len(keys)

@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session
 
 from lsm.desired_state import ResourceRecord, resource_set_hash
 from lsm.desired_state.merge import SHARED
-from lsm.desired_state.statements import bulk_insert
 from lsm.inventory.batches import chunks
+from lsm.inventory.desired_state_statements import bulk_insert
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.tables import TreeSharedRow
 from lsm.model import RefineResult

@@ -27,22 +27,24 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, cast
 
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.orm import Session
 
-from lsm.desired_state import statements as sql
 from lsm.desired_state.diff import VersionDiff, version_diff
 from lsm.desired_state.merge import SHARED, ExportCheck, ExportPlan
 from lsm.desired_state.records import (
+    ExportKind,
     ExportRequest,
     ResourceRecord,
     VersionContent,
     VersionInfo,
     decode_record,
 )
-from lsm.errors import InvalidInput, UnknownVersion
+from lsm.errors import InvalidInput, LsmError, UnknownVersion
 from lsm.gc_pause import gc_paused
+from lsm.inventory import desired_state_statements as sql
 from lsm.inventory.batches import chunks
 from lsm.inventory.database import Database
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
@@ -120,7 +122,7 @@ class DesiredStateStore:
                 set_count = base_sets
         if set_count is not None:
             set_count += sum(name not in revisions for name in plan.new_sets) - len(plan.sets_deleted)
-        sql.write_plan(conn, env_id, number, plan)
+        _write_plan(conn, env_id, number, plan)
         info = VersionInfo(
             number=number,
             kind=check.kind,
@@ -188,7 +190,7 @@ class DesiredStateStore:
             .offset(offset)
         )
         with self._db.read() as session:
-            return [sql.version_info(row) for row in session.connection().execute(query).mappings()]
+            return [_version_info(row) for row in session.connection().execute(query).mappings()]
 
     def get_version(self, env_id: str, number: int) -> VersionInfo:
         """The header of version ``number``; ``UnknownVersion`` if it does not exist (any more)."""
@@ -287,7 +289,7 @@ class DesiredStateStore:
             raise UnknownVersion(
                 f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
             )
-        return sql.version_info(row)
+        return _version_info(row)
 
     # -- retention ------------------------------------------------------------------------------
     def collect_garbage(self, env_id: str, keep: int) -> int:
@@ -335,6 +337,67 @@ class DesiredStateStore:
                 delete(ds_version).where(ds_version.c.env_id == env_id, ds_version.c.number < oldest_kept)
             ).rowcount
         return int(deleted)
+
+
+def _write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> None:
+    """Close what the plan replaces, then insert its new rows.
+
+    Closing first means that a resource moving between two replaced sets never has two
+    current rows, not even inside the transaction. The closed row count is checked against
+    the stored revision counts: a mismatch means a corrupt base, and nothing is built on it.
+    """
+    closed = sql.close_sets(conn, env_id, number, plan.close_sets)
+    closed += sql.close_shared(conn, env_id, number, plan.close_shared)
+    if closed != plan.removed_count:
+        # the revision counts and the rows disagree: refuse to build on a corrupt base
+        raise LsmError(
+            f"desired state of environment {env_id} is inconsistent: closed {closed} resources, "
+            f"expected {plan.removed_count}",
+            env_id=env_id,
+        )
+
+    sql.insert_revisions(
+        conn,
+        [
+            (name, env_id, number, content_hash, len(resources))
+            for name, (content_hash, resources) in plan.new_sets.items()
+        ],
+    )
+    rows = [
+        (env_id, res.record.id, name, number, res.attributes_json, res.requires_json)
+        for name, (_, resources) in plan.new_sets.items()
+        for res in resources
+    ]
+    rows.extend(
+        (env_id, res.record.id, SHARED, number, res.attributes_json, res.requires_json)
+        for res in plan.new_shared
+    )
+    sql.insert_resources(conn, rows)
+    sql.insert_shared_requires(
+        conn,
+        sorted(
+            {(env_id, required, res.record.id) for res in plan.new_shared for required in res.record.requires}
+        ),
+    )
+
+
+def _version_info(row: Any) -> VersionInfo:
+    """A ``ds_version`` row (a mapping) as the public header."""
+    created_at: datetime = row["created_at"]
+    if created_at.tzinfo is None:  # SQLite keeps no offset; we always store UTC
+        created_at = created_at.replace(tzinfo=UTC)
+    return VersionInfo(
+        number=row["number"],
+        kind=cast(ExportKind, row["kind"]),
+        base=row["base"],
+        compile_id=row["compile_id"],
+        created_at=created_at,
+        sets_replaced=list(row["sets_replaced"]),
+        sets_deleted=list(row["sets_deleted"]),
+        resource_count=row["resource_count"],
+        model_fingerprint=row.get("model_fingerprint"),
+        set_count=row.get("set_count"),
+    )
 
 
 __all__ = ["DesiredStateStore"]

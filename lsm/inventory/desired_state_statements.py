@@ -1,18 +1,19 @@
 """Every SQL statement of the desired-state store, and which index each one rides on.
 
-Why a module of its own: the store's cost claims (a partial export costs what it carries, a
-read of one environment never visits another) are claims about these statements, so they are
-kept together where their indexes (``lsm.inventory.desired_state_tables``) can be checked
-against them. The store (``lsm.desired_state.store``) composes them into transactions.
+Why a module of its own, in the inventory layer: the store's cost claims (a partial export costs
+what it carries, a read of one environment never visits another) are claims about these
+statements, so they are kept together where their indexes (``desired_state_tables``) can be
+checked against them. The store (``lsm.desired_state.store``) composes them into transactions.
 
-Must not: decide anything about the rules (``merge`` does) or open transactions (the store does).
+Must not: decide anything about the rules (``lsm.desired_state.merge`` does), open transactions
+(the store does), or import ``lsm.desired_state``: the row shapes the export reads
+(``StoredRevision``, ``StoredResource``, ``SharedEdge``) are defined here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -30,10 +31,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from lsm.desired_state.merge import SHARED, ExportPlan, SharedEdge, StoredResource, StoredRevision
-from lsm.desired_state.records import ExportKind, VersionInfo
-from lsm.errors import LsmError, UnknownEnvironment
+from lsm.errors import UnknownEnvironment
 from lsm.inventory.batches import chunks
+from lsm.inventory.desired_state_diff import SHARED_SET
+from lsm.inventory.desired_state_rows import SharedEdge, StoredResource, StoredRevision
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_shared_require
 from lsm.inventory.tables import EnvironmentRow
 
@@ -206,23 +207,20 @@ def current_shared(conn: Connection, env_id: str) -> list[StoredResource]:
     """Every current shared row (a full export replaces the shared set wholly)."""
     query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
         ds_resource.c.env_id == env_id,
-        ds_resource.c.set_name == SHARED,
+        ds_resource.c.set_name == SHARED_SET,
         ds_resource.c.superseded_in.is_(None),
     )
     return [
-        StoredResource(row.resource_id, SHARED, row.attributes, row.requires) for row in conn.execute(query)
+        StoredResource(row.resource_id, SHARED_SET, row.attributes, row.requires)
+        for row in conn.execute(query)
     ]
 
 
-def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> None:
-    """Close what the plan replaces, then insert its new rows.
-
-    Closing first means that a resource moving between two replaced sets never has two
-    current rows, not even inside the transaction. The closed row count is checked against
-    the stored revision counts: a mismatch means a corrupt base, and nothing is built on it.
-    """
+def close_sets(conn: Connection, env_id: str, number: int, names: list[str]) -> int:
+    """Close the current revisions and rows of the sets ``names`` at version ``number``; the
+    number of resource rows closed."""
     closed = 0
-    for chunk in chunks(plan.close_sets):
+    for chunk in chunks(names):
         conn.execute(
             update(ds_set_revision)
             .where(
@@ -241,7 +239,14 @@ def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> 
             )
             .values(superseded_in=number)
         ).rowcount
-    for chunk in chunks(plan.close_shared):
+    return closed
+
+
+def close_shared(conn: Connection, env_id: str, number: int, ids: list[str]) -> int:
+    """Close the current shared rows ``ids`` (and drop their requirement edges) at version
+    ``number``; the number of rows closed."""
+    closed = 0
+    for chunk in chunks(ids):
         conn.execute(
             delete(ds_shared_require).where(
                 ds_shared_require.c.requirer_id.in_(chunk), ds_shared_require.c.env_id == env_id
@@ -252,67 +257,27 @@ def write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> 
             .where(
                 ds_resource.c.env_id == env_id,
                 ds_resource.c.resource_id.in_(chunk),
-                ds_resource.c.set_name == SHARED,
+                ds_resource.c.set_name == SHARED_SET,
                 ds_resource.c.superseded_in.is_(None),
             )
             .values(superseded_in=number)
         ).rowcount
-    if closed != plan.removed_count:
-        # the revision counts and the rows disagree: refuse to build on a corrupt base
-        raise LsmError(
-            f"desired state of environment {env_id} is inconsistent: closed {closed} resources, "
-            f"expected {plan.removed_count}",
-            env_id=env_id,
-        )
-
-    bulk_insert(
-        conn,
-        ds_set_revision,
-        ("name", "env_id", "first_version", "content_hash", "resource_count"),
-        [
-            (name, env_id, number, content_hash, len(resources))
-            for name, (content_hash, resources) in plan.new_sets.items()
-        ],
-    )
-    rows = [
-        (env_id, res.record.id, name, number, res.attributes_json, res.requires_json)
-        for name, (_, resources) in plan.new_sets.items()
-        for res in resources
-    ]
-    rows.extend(
-        (env_id, res.record.id, SHARED, number, res.attributes_json, res.requires_json)
-        for res in plan.new_shared
-    )
-    bulk_insert(
-        conn,
-        ds_resource,
-        ("env_id", "resource_id", "set_name", "first_version", "attributes", "requires"),
-        rows,
-    )
-    bulk_insert(
-        conn,
-        ds_shared_require,
-        ("env_id", "required_id", "requirer_id"),
-        sorted(
-            {(env_id, required, res.record.id) for res in plan.new_shared for required in res.record.requires}
-        ),
-    )
+    return closed
 
 
-def version_info(row: Any) -> VersionInfo:
-    """A ``ds_version`` row (a mapping) as the public header."""
-    created_at: datetime = row["created_at"]
-    if created_at.tzinfo is None:  # SQLite keeps no offset; we always store UTC
-        created_at = created_at.replace(tzinfo=UTC)
-    return VersionInfo(
-        number=row["number"],
-        kind=cast(ExportKind, row["kind"]),
-        base=row["base"],
-        compile_id=row["compile_id"],
-        created_at=created_at,
-        sets_replaced=list(row["sets_replaced"]),
-        sets_deleted=list(row["sets_deleted"]),
-        resource_count=row["resource_count"],
-        model_fingerprint=row.get("model_fingerprint"),
-        set_count=row.get("set_count"),
-    )
+#: the columns of the rows ``insert_revisions`` / ``insert_resources`` / ``insert_shared_requires`` take
+REVISION_COLUMNS = ("name", "env_id", "first_version", "content_hash", "resource_count")
+RESOURCE_COLUMNS = ("env_id", "resource_id", "set_name", "first_version", "attributes", "requires")
+SHARED_REQUIRE_COLUMNS = ("env_id", "required_id", "requirer_id")
+
+
+def insert_revisions(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    bulk_insert(conn, ds_set_revision, REVISION_COLUMNS, rows)
+
+
+def insert_resources(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    bulk_insert(conn, ds_resource, RESOURCE_COLUMNS, rows)
+
+
+def insert_shared_requires(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    bulk_insert(conn, ds_shared_require, SHARED_REQUIRE_COLUMNS, rows)
