@@ -65,14 +65,25 @@ lsm_metric_deploy_action = Table(
 _MAX_STAGE = 100
 
 
+#: rows per upsert statement: far below SQLite's and PostgreSQL's parameter limits
+_UPSERT_ROWS = 100
+
+
 def _upsert(
     conn: Connection, table: Table, keys: list[str], rows: list[dict[str, Any]], sums: list[str]
 ) -> None:
-    """Insert ``rows`` or add their ``sums`` columns to the existing ones (one statement per row,
-    in key order)."""
+    """Insert ``rows`` or add their ``sums`` columns to the existing ones: one multi-row
+    statement (per ``_UPSERT_ROWS``), rows in key order.
+
+    Why one statement: a compile's finish bumps one outcome row and a row per stage; one upsert
+    per row cost a round trip each on the worker's hot path. The rows are distinct keys (the
+    callers sum per key), as a multi-row ``ON CONFLICT DO UPDATE`` requires, and the statement
+    takes them in the order given, so the key order still prevents deadlocks.
+    """
     dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    for row in sorted(rows, key=lambda r: tuple(r[k] for k in keys)):
-        statement = dialect_insert(table).values(**row)
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in keys))
+    for start in range(0, len(ordered), _UPSERT_ROWS):
+        statement = dialect_insert(table).values(ordered[start : start + _UPSERT_ROWS])
         statement = statement.on_conflict_do_update(
             index_elements=keys,
             set_={name: table.c[name] + statement.excluded[name] for name in sums},
@@ -92,8 +103,9 @@ def count_compiles(
 ) -> None:
     """Many compiles (``env_id, kind, status, timings`` each), summed per key before writing.
 
-    A round of validations finishes hundreds of compiles in one transaction; one upsert per
-    distinct key (a handful) keeps their counting as cheap as their one ``executemany`` finish.
+    A round of validations finishes hundreds of compiles in one transaction; one upsert
+    statement per table (a row per distinct key) keeps their counting as cheap as their one
+    ``executemany`` finish, and one compile's finish at two round trips.
     """
     outcomes: dict[tuple[str, str, str], int] = {}
     stages: dict[tuple[str, str, str], tuple[int, float]] = {}
@@ -131,7 +143,7 @@ def resource_type(resource_id: str) -> str:
 
 def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, Any]]) -> None:
     """Count action-log lines (dicts with ``resource_id``, ``agent``, ``action``; dry runs are not
-    deploys and are left out): one upsert per distinct agent, type and action of the batch."""
+    deploys and are left out): one upsert row per distinct agent, type and action of the batch."""
     counts = Counter(
         (str(a["agent"]), resource_type(str(a["resource_id"])), str(a["action"]))
         for a in actions
