@@ -48,7 +48,7 @@ class SelectionLocks:
     def try_lock(self, instance_ids: Iterable[str]) -> bool:
         names = sorted(set(instance_ids))
         if self._conn is None and not self._owner.db.is_sqlite:
-            self._conn = self._owner.db.write_engine.connect()
+            self._conn = self._owner._lock_connection()
         held = self._owner._try(self._kind, names, self._owner._selected, self._conn)
         if held is None:
             return False
@@ -79,7 +79,7 @@ class EnvironmentLocks:
     def try_export(self, env_id: str) -> Held | None:
         if self.db.is_sqlite:
             return self._try("lsm-compile", [env_id], self._exporting, None)
-        conn = self.db.write_engine.connect()
+        conn = self._lock_connection()
         held = self._try("lsm-compile", [env_id], self._exporting, conn)
         if held is None:
             conn.close()
@@ -89,6 +89,12 @@ class EnvironmentLocks:
 
     def selections(self, env_id: str) -> SelectionLocks:
         return SelectionLocks(self, env_id)
+
+    def _lock_connection(self) -> Connection:
+        """A pooled connection in autocommit: session locks need no transaction, so taking or
+        giving back a set of locks is one round trip (no BEGIN, no COMMIT), and the connection is
+        never left idle in a transaction while the compile runs."""
+        return self.db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
     def _try(self, kind: str, names: list[str], taken: set[str], conn: Connection | None) -> Held | None:
         """In process first (threads), then on PostgreSQL across processes; all or nothing."""
