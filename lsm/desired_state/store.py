@@ -164,10 +164,14 @@ class DesiredStateStore:
             )
         return latest or None
 
-    def latest_fingerprint(self, env_id: str) -> tuple[int, str | None] | None:
+    def latest_fingerprint(
+        self, env_id: str, *, session: Session | None = None
+    ) -> tuple[int, str | None] | None:
         """The newest version number of ``env_id`` and its model fingerprint; None before the first.
 
         Only these two columns: a version header of a large full export carries every set name.
+        With ``session`` the read joins the caller's transaction (a compile reads it with its
+        selection), otherwise it runs in its own.
         """
         query = (
             select(ds_version.c.number, ds_version.c.model_fingerprint)
@@ -176,8 +180,11 @@ class DesiredStateStore:
             )
             .where(ds_version.c.env_id == env_id)
         )
-        with self._db.read() as session:
+        if session is not None:
             row = session.connection().execute(query).one_or_none()
+        else:
+            with self._db.read() as own:
+                row = own.connection().execute(query).one_or_none()
         return None if row is None else (row.number, row.model_fingerprint)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
