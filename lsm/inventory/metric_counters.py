@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint, String, Table
+from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint, String, Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import SQLModel
 
@@ -65,30 +65,35 @@ lsm_metric_deploy_action = Table(
 _MAX_STAGE = 100
 
 
-#: rows per upsert statement: far below SQLite's and PostgreSQL's parameter limits
-_UPSERT_ROWS = 100
+#: the upsert of each (dialect, table), built once: ``bindparam`` per column, run as executemany
+_UPSERTS: dict[tuple[str, str], Any] = {}
+
+
+def _upsert_statement(dialect: str, table: Table, keys: list[str], sums: list[str]) -> Any:
+    found = _UPSERTS.get((dialect, table.name))
+    if found is None:
+        dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        statement = dialect_insert(table).values({c.name: bindparam(f"b_{c.name}") for c in table.c})
+        found = _UPSERTS[dialect, table.name] = statement.on_conflict_do_update(
+            index_elements=keys,
+            set_={name: table.c[name] + statement.excluded[name] for name in sums},
+        )
+    return found
 
 
 def _upsert(
     conn: Connection, table: Table, keys: list[str], rows: list[dict[str, Any]], sums: list[str]
 ) -> None:
-    """Insert ``rows`` or add their ``sums`` columns to the existing ones: one multi-row
-    statement (per ``_UPSERT_ROWS``), rows in key order.
+    """Insert ``rows`` or add their ``sums`` columns to the existing ones, rows in key order.
 
-    Why one statement: a compile's finish bumps one outcome row and a row per stage; one upsert
-    per row cost a round trip each on the worker's hot path. The rows are distinct keys (the
-    callers sum per key), as a multi-row ``ON CONFLICT DO UPDATE`` requires, and the statement
-    takes them in the order given, so the key order still prevents deadlocks.
+    Why one statement built once and executed with every row (``executemany``): a compile's
+    finish bumps one outcome row and a row per stage, and one upsert built and sent per row
+    cost a round trip and a statement construction each on the worker's hot path. psycopg
+    sends an executemany as one pipeline; the rows are still locked in key order.
     """
-    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    statement = _upsert_statement(conn.dialect.name, table, keys, sums)
     ordered = sorted(rows, key=lambda r: tuple(r[k] for k in keys))
-    for start in range(0, len(ordered), _UPSERT_ROWS):
-        statement = dialect_insert(table).values(ordered[start : start + _UPSERT_ROWS])
-        statement = statement.on_conflict_do_update(
-            index_elements=keys,
-            set_={name: table.c[name] + statement.excluded[name] for name in sums},
-        )
-        conn.execute(statement)
+    conn.execute(statement, [{f"b_{name}": value for name, value in row.items()} for row in ordered])
 
 
 def count_compile(
@@ -104,8 +109,8 @@ def count_compiles(
     """Many compiles (``env_id, kind, status, timings`` each), summed per key before writing.
 
     A round of validations finishes hundreds of compiles in one transaction; one upsert
-    statement per table (a row per distinct key) keeps their counting as cheap as their one
-    ``executemany`` finish, and one compile's finish at two round trips.
+    ``executemany`` per table (a row per distinct key) keeps their counting as cheap as their
+    one ``executemany`` finish.
     """
     outcomes: dict[tuple[str, str, str], int] = {}
     stages: dict[tuple[str, str, str], tuple[int, float]] = {}
