@@ -254,6 +254,24 @@ def release(session: Session, ids: Sequence[str], *, owner: str | None = None) -
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+def _finish_statement(*, fenced: bool) -> Any:
+    query = update(_t).where(_t.c.id == bindparam("b_id"), _t.c.status == RUNNING)
+    if fenced:
+        query = query.where(_t.c.lease_owner == bindparam("b_owner"))
+    return query.values(
+        status=bindparam("b_status"),
+        finished_at=bindparam("b_now"),
+        report=bindparam("b_report"),
+        desired_state_version=bindparam("b_dsv"),
+        lease_owner=None,
+        lease_expires=None,
+    )
+
+
+#: one request's finish, fenced by its lease owner (True) or not (False); built once
+_FINISH = {fenced: _finish_statement(fenced=fenced) for fenced in (True, False)}
+
+
 def finish(
     session: Session,
     row_id: str,
@@ -265,20 +283,17 @@ def finish(
     desired_state_version: int | None,
 ) -> bool:
     """Record a request's outcome if ``owner`` still holds it (``None``: unfenced); whether it did."""
-    query = update(CompileRow).where(col(CompileRow.id) == row_id, col(CompileRow.status) == RUNNING)
+    params = {
+        "b_id": row_id,
+        "b_status": status.value,
+        "b_now": now,
+        "b_report": report,
+        "b_dsv": desired_state_version,
+    }
     if owner is not None:
-        query = query.where(col(CompileRow.lease_owner) == owner)
-    result = session.execute(
-        query.values(
-            status=status.value,
-            finished_at=now,
-            report=report,
-            desired_state_version=desired_state_version,
-            lease_owner=None,
-            lease_expires=None,
-        )
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+        params["b_owner"] = owner
+    result = session.connection().execute(_FINISH[owner is not None], params)
+    return bool(result.rowcount)
 
 
 @dataclass(frozen=True)
@@ -292,20 +307,8 @@ class Finish:
     desired_state_version: int | None = None
 
 
-_c = _t.c
 #: one fenced finish, executed with many parameter sets (one round trip, one statement)
-_FINISH_FENCED = (
-    update(CompileRow.__table__)  # type: ignore[attr-defined]
-    .where(_c.id == bindparam("b_id"), _c.status == RUNNING, _c.lease_owner == bindparam("b_owner"))
-    .values(
-        status=bindparam("b_status"),
-        finished_at=bindparam("b_now"),
-        report=bindparam("b_report"),
-        desired_state_version=bindparam("b_dsv"),
-        lease_owner=None,
-        lease_expires=None,
-    )
-)
+_FINISH_FENCED = _FINISH[True]
 
 
 def finish_fenced(session: Session, finishes: Sequence[Finish], *, now: datetime) -> bool:
