@@ -29,7 +29,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
 from lsm.desired_state.diff import VersionDiff, version_diff
@@ -111,11 +111,7 @@ class DesiredStateStore:
         # a complete full export read every current revision: it knows the count outright
         set_count: int | None = len(revisions) if complete else 0
         if latest is not None:
-            previous_count, base_fingerprint, base_sets = conn.execute(
-                select(
-                    ds_version.c.resource_count, ds_version.c.model_fingerprint, ds_version.c.set_count
-                ).where(ds_version.c.env_id == env_id, ds_version.c.number == latest)
-            ).one()
+            previous_count, base_fingerprint, base_sets = sql.base_counters(conn, env_id, latest)
             if not complete and base_fingerprint != fingerprint:
                 fingerprint = None  # some sets were refined with another model: unknown
             if not complete:
@@ -135,22 +131,23 @@ class DesiredStateStore:
             model_fingerprint=fingerprint,
             set_count=set_count,
         )
-        conn.execute(
-            insert(ds_version).values(
-                env_id=env_id,
-                number=number,
-                kind=info.kind,
-                base=info.base,
-                compile_id=info.compile_id,
-                created_at=info.created_at,
-                sets_replaced=info.sets_replaced,
-                sets_deleted=info.sets_deleted,
-                resource_count=info.resource_count,
-                model_fingerprint=info.model_fingerprint,
-                set_count=info.set_count,
-            )
+        sql.insert_version(
+            conn,
+            {
+                "env_id": env_id,
+                "number": number,
+                "kind": info.kind,
+                "base": info.base,
+                "compile_id": info.compile_id,
+                "created_at": info.created_at,
+                "sets_replaced": info.sets_replaced,
+                "sets_deleted": info.sets_deleted,
+                "resource_count": info.resource_count,
+                "model_fingerprint": info.model_fingerprint,
+                "set_count": info.set_count,
+            },
         )
-        conn.execute(update(ds_head).where(ds_head.c.env_id == env_id).values(latest=number))
+        sql.set_head(conn, env_id, number)
         return info
 
     # -- reading --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Select,
     Table,
     and_,
+    bindparam,
     delete,
     insert,
     literal_column,
@@ -35,7 +36,13 @@ from lsm.errors import UnknownEnvironment
 from lsm.inventory.batches import chunks
 from lsm.inventory.desired_state_diff import SHARED_SET
 from lsm.inventory.desired_state_rows import SharedEdge, StoredResource, StoredRevision
-from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_shared_require
+from lsm.inventory.desired_state_tables import (
+    ds_head,
+    ds_resource,
+    ds_set_revision,
+    ds_shared_require,
+    ds_version,
+)
 from lsm.inventory.tables import EnvironmentRow
 
 #: From this many rows on, PostgreSQL receives an insert through COPY.
@@ -44,6 +51,17 @@ COPY_THRESHOLD = 1000
 #: Longest ``IN (...)`` list sent at once: far below SQLite's and PostgreSQL's parameter limits.
 
 T = TypeVar("T")
+
+
+_INSERTS: dict[str, Any] = {}
+
+
+def _insert_of(table: Table) -> Any:
+    """``insert(table)``, built once per table."""
+    found = _INSERTS.get(table.key)
+    if found is None:
+        found = _INSERTS[table.key] = insert(table)
+    return found
 
 
 def bulk_insert(
@@ -61,7 +79,7 @@ def bulk_insert(
         return
     if conn.dialect.name == "postgresql":
         if len(rows) < COPY_THRESHOLD:
-            conn.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
+            conn.execute(_insert_of(table), [dict(zip(columns, row, strict=True)) for row in rows])
             return
         quote = conn.dialect.identifier_preparer.quote
         target = f"{conn.dialect.identifier_preparer.format_table(table)} ({', '.join(map(quote, columns))})"
@@ -111,6 +129,66 @@ def rows_at(env_id: str, number: int, set_name: str | None, *columns: Any) -> Se
     return query.where(read_guard(ds_resource)) if set_name is None else query.where(r.set_name == set_name)
 
 
+_ENV = bindparam("b_env", type_=ds_head.c.env_id.type)
+_NUMBER = bindparam("b_number", type_=ds_head.c.latest.type)
+
+#: the statements of a partial export, built once (construction and cache key cost more than
+#: some of them take on the server); ``b_*`` are their bind parameters
+_LOCK_HEAD = select(ds_head.c.latest).where(ds_head.c.env_id == _ENV).with_for_update()
+_REVISIONS = select(
+    ds_set_revision.c.name,
+    ds_set_revision.c.first_version,
+    ds_set_revision.c.content_hash,
+    ds_set_revision.c.resource_count,
+).where(ds_set_revision.c.env_id == _ENV, ds_set_revision.c.superseded_in.is_(None))
+_REVISIONS_NAMED = _REVISIONS.where(ds_set_revision.c.name.in_(bindparam("b_names", expanding=True)))
+_CURRENT_ROWS = select(
+    ds_resource.c.resource_id,
+    ds_resource.c.set_name,
+    ds_resource.c.attributes,
+    ds_resource.c.requires,
+).where(
+    ds_resource.c.env_id == _ENV,
+    ds_resource.c.resource_id.in_(bindparam("b_ids", expanding=True)),
+    ds_resource.c.superseded_in.is_(None),
+)
+_SHARED_EDGES = (
+    select(ds_shared_require.c.requirer_id, ds_shared_require.c.required_id, ds_resource.c.set_name)
+    .select_from(
+        ds_resource.join(ds_shared_require, ds_shared_require.c.required_id == ds_resource.c.resource_id)
+    )
+    .where(
+        ds_resource.c.set_name.in_(bindparam("b_names", expanding=True)),
+        ds_resource.c.env_id == _ENV,
+        ds_resource.c.superseded_in.is_(None),
+        ds_shared_require.c.env_id == _ENV,
+    )
+)
+_CLOSE_REVISIONS = (
+    update(ds_set_revision)
+    .where(
+        ds_set_revision.c.env_id == _ENV,
+        ds_set_revision.c.name.in_(bindparam("b_names", expanding=True)),
+        ds_set_revision.c.superseded_in.is_(None),
+    )
+    .values(superseded_in=_NUMBER)
+)
+_CLOSE_SET_ROWS = (
+    update(ds_resource)
+    .where(
+        ds_resource.c.env_id == _ENV,
+        ds_resource.c.set_name.in_(bindparam("b_names", expanding=True)),
+        ds_resource.c.superseded_in.is_(None),
+    )
+    .values(superseded_in=_NUMBER)
+)
+_BASE_COUNTERS = select(
+    ds_version.c.resource_count, ds_version.c.model_fingerprint, ds_version.c.set_count
+).where(ds_version.c.env_id == _ENV, ds_version.c.number == _NUMBER)
+_INSERT_VERSION = insert(ds_version)
+_SET_HEAD = update(ds_head).where(ds_head.c.env_id == _ENV).values(latest=_NUMBER)
+
+
 def lock_head(session: Session, env_id: str, *, create: bool) -> int | None:
     """Lock the environment's head row and return its latest version (None: no version yet).
 
@@ -118,8 +196,7 @@ def lock_head(session: Session, env_id: str, *, create: bool) -> int | None:
     read makes two first exports racing on PostgreSQL queue up instead of failing.
     """
     conn = session.connection()
-    query = select(ds_head.c.latest).where(ds_head.c.env_id == env_id).with_for_update()
-    latest = conn.execute(query).scalar_one_or_none()
+    latest = conn.execute(_LOCK_HEAD, {"b_env": env_id}).scalar_one_or_none()
     if latest is None and create:
         if session.get(EnvironmentRow, env_id) is None:
             raise UnknownEnvironment(f"unknown environment {env_id}", env_id=env_id)
@@ -129,30 +206,44 @@ def lock_head(session: Session, env_id: str, *, create: bool) -> int | None:
             .values(env_id=env_id, latest=0)
             .on_conflict_do_nothing(index_elements=["env_id"])
         )
-        latest = conn.execute(query).scalar_one()
+        latest = conn.execute(_LOCK_HEAD, {"b_env": env_id}).scalar_one()
     # 0 is a head created by a first export that its caller's transaction rejected
     return latest or None
+
+
+def base_counters(conn: Connection, env_id: str, number: int) -> tuple[int, str | None, int | None]:
+    """``resource_count, model_fingerprint, set_count`` of version ``number`` (it must exist)."""
+    resource_count, fingerprint, set_count = conn.execute(
+        _BASE_COUNTERS, {"b_env": env_id, "b_number": number}
+    ).one()
+    return resource_count, fingerprint, set_count
+
+
+def insert_version(conn: Connection, values: dict[str, Any]) -> None:
+    """The ``ds_version`` row of a new version."""
+    conn.execute(_INSERT_VERSION, values)
+
+
+def set_head(conn: Connection, env_id: str, number: int) -> None:
+    """Point the (locked) head row of ``env_id`` at version ``number``."""
+    conn.execute(_SET_HEAD, {"b_env": env_id, "b_number": number})
 
 
 def current_revisions(
     conn: Connection, env_id: str, names: Iterable[str] | None
 ) -> dict[str, StoredRevision]:
     """Current revisions of ``names`` (every current revision when ``names`` is None)."""
-    columns = select(
-        ds_set_revision.c.name,
-        ds_set_revision.c.first_version,
-        ds_set_revision.c.content_hash,
-        ds_set_revision.c.resource_count,
-    ).where(ds_set_revision.c.env_id == env_id, ds_set_revision.c.superseded_in.is_(None))
-    queries = (
-        [columns.where(read_guard(ds_set_revision))]  # a full export reads them all
-        if names is None
-        else [columns.where(ds_set_revision.c.name.in_(chunk)) for chunk in chunks(sorted(names))]
-    )
+    if names is None:  # a full export reads them all
+        results = [conn.execute(_REVISIONS.where(read_guard(ds_set_revision)), {"b_env": env_id})]
+    else:
+        results = [
+            conn.execute(_REVISIONS_NAMED, {"b_env": env_id, "b_names": chunk})
+            for chunk in chunks(sorted(names))
+        ]
     return {
         row.name: StoredRevision(row.name, row.first_version, row.content_hash, row.resource_count)
-        for query in queries
-        for row in conn.execute(query)
+        for result in results
+        for row in result
     }
 
 
@@ -160,17 +251,7 @@ def current_rows(conn: Connection, env_id: str, ids: Iterable[str]) -> dict[str,
     """The current row of each of ``ids`` that has one (index ``ix_ds_resource_id``)."""
     found: dict[str, StoredResource] = {}
     for chunk in chunks(sorted(ids)):
-        query = select(
-            ds_resource.c.resource_id,
-            ds_resource.c.set_name,
-            ds_resource.c.attributes,
-            ds_resource.c.requires,
-        ).where(
-            ds_resource.c.env_id == env_id,
-            ds_resource.c.resource_id.in_(chunk),
-            ds_resource.c.superseded_in.is_(None),
-        )
-        for row in conn.execute(query):
+        for row in conn.execute(_CURRENT_ROWS, {"b_env": env_id, "b_ids": chunk}):
             found[row.resource_id] = StoredResource(
                 row.resource_id, row.set_name, row.attributes, row.requires
             )
@@ -184,21 +265,11 @@ def shared_edges_into(conn: Connection, env_id: str, names: Iterable[str]) -> li
     primary key of ``ds_shared_require`` (keyed by the required id): the cost is the size of
     the touched sets, whatever the size of the shared set or of the environment.
     """
-    r, q = ds_resource.c, ds_shared_require.c
     found: list[SharedEdge] = []
     for chunk in chunks(sorted(names)):
-        query = (
-            select(q.requirer_id, q.required_id, r.set_name)
-            .select_from(ds_resource.join(ds_shared_require, q.required_id == r.resource_id))
-            .where(
-                r.set_name.in_(chunk),
-                r.env_id == env_id,
-                r.superseded_in.is_(None),
-                q.env_id == env_id,
-            )
-        )
         found.extend(
-            SharedEdge(row.requirer_id, row.required_id, row.set_name) for row in conn.execute(query)
+            SharedEdge(row.requirer_id, row.required_id, row.set_name)
+            for row in conn.execute(_SHARED_EDGES, {"b_env": env_id, "b_names": chunk})
         )
     return found
 
@@ -221,24 +292,9 @@ def close_sets(conn: Connection, env_id: str, number: int, names: list[str]) -> 
     number of resource rows closed."""
     closed = 0
     for chunk in chunks(names):
-        conn.execute(
-            update(ds_set_revision)
-            .where(
-                ds_set_revision.c.env_id == env_id,
-                ds_set_revision.c.name.in_(chunk),
-                ds_set_revision.c.superseded_in.is_(None),
-            )
-            .values(superseded_in=number)
-        )
-        closed += conn.execute(
-            update(ds_resource)
-            .where(
-                ds_resource.c.env_id == env_id,
-                ds_resource.c.set_name.in_(chunk),
-                ds_resource.c.superseded_in.is_(None),
-            )
-            .values(superseded_in=number)
-        ).rowcount
+        params = {"b_env": env_id, "b_names": chunk, "b_number": number}
+        conn.execute(_CLOSE_REVISIONS, params)
+        closed += conn.execute(_CLOSE_SET_ROWS, params).rowcount
     return closed
 
 
