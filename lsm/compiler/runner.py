@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Row, delete, insert
+from sqlalchemy import Row, bindparam, delete, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -455,13 +455,14 @@ def record_instance_resources(
     version and state at this compile: what an incremental full compile compares with.
     """
     compiled = {d["id"]: d for dicts in (instances or {}).values() for d in dicts}
-    stale = delete(InstanceResourcesRow).where(col(InstanceResourcesRow.env_id) == env_id)
-    if not full:
+    conn = session.connection()
+    if full:
+        conn.execute(_DELETE_RECORDS, {"b_env": env_id})
+    else:
         names = sorted({*trees, *result.tree_of.values()})
         if not names:
             return
-        stale = stale.where(col(InstanceResourcesRow.set_name).in_(names))
-    session.execute(stale)
+        conn.execute(_DELETE_TREE_RECORDS, {"b_env": env_id, "b_names": names})
     rows = [
         {
             "env_id": env_id,
@@ -478,7 +479,14 @@ def record_instance_resources(
         for instance_id, root in result.tree_of.items()
     ]
     for start in range(0, len(rows), 5000):
-        session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
+        conn.execute(_INSERT_RECORDS, rows[start : start + 5000])
+
+
+_RECORDS = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
+#: the per-instance resource index statements, built once (every export runs them)
+_DELETE_RECORDS = delete(_RECORDS).where(_RECORDS.c.env_id == bindparam("b_env"))
+_DELETE_TREE_RECORDS = _DELETE_RECORDS.where(_RECORDS.c.set_name.in_(bindparam("b_names", expanding=True)))
+_INSERT_RECORDS = insert(_RECORDS)
 
 
 def _complete_requested(batch: Batch) -> bool:

@@ -170,18 +170,11 @@ class DesiredStateStore:
         With ``session`` the read joins the caller's transaction (a compile reads it with its
         selection), otherwise it runs in its own.
         """
-        query = (
-            select(ds_version.c.number, ds_version.c.model_fingerprint)
-            .join(
-                ds_head, (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number)
-            )
-            .where(ds_version.c.env_id == env_id)
-        )
         if session is not None:
-            row = session.connection().execute(query).one_or_none()
+            row = sql.latest_fingerprint(session.connection(), env_id)
         else:
             with self._db.read() as own:
-                row = own.connection().execute(query).one_or_none()
+                row = sql.latest_fingerprint(own.connection(), env_id)
         return None if row is None else (row.number, row.model_fingerprint)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:

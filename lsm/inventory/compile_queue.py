@@ -31,6 +31,8 @@ ACTIVE = (QUEUED, RUNNING)
 EXPORTING = (CompileKind.FULL.value, CompileKind.PARTIAL.value)
 VALIDATION = CompileKind.VALIDATION.value
 
+_t = CompileRow.__table__  # type: ignore[attr-defined]
+
 
 @dataclass(frozen=True)
 class Queued:
@@ -53,13 +55,8 @@ class Pending:
 
 def environments_with_work(session: Session) -> list[Pending]:
     """Environments with queued or running requests, per kind (index-only on ``ix_lsm_compile_active``)."""
-    query = (
-        sa_select(col(CompileRow.env_id), col(CompileRow.status), col(CompileRow.kind))
-        .where(col(CompileRow.status).in_(ACTIVE))
-        .distinct()
-    )
     found: dict[str, dict[str, bool]] = {}
-    for env_id, status, kind in session.execute(query):
+    for env_id, status, kind in session.connection().execute(_WITH_WORK):
         flags = found.setdefault(env_id, {})
         if kind == VALIDATION:
             flags["validations" if status == QUEUED else "running_validations"] = True
@@ -80,7 +77,8 @@ class ExportingState:
     first_full: Queued | None
 
 
-_t = CompileRow.__table__  # type: ignore[attr-defined]
+#: asked every time the worker looks for work: built once
+_WITH_WORK = sa_select(_t.c.env_id, _t.c.status, _t.c.kind).where(_t.c.status.in_(ACTIVE)).distinct()
 
 
 def _exporting_state_query(*, every: bool) -> Any:

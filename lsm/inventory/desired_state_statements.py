@@ -189,6 +189,18 @@ _INSERT_VERSION = insert(ds_version)
 _SET_HEAD = update(ds_head).where(ds_head.c.env_id == _ENV).values(latest=_NUMBER)
 
 
+_LATEST_FINGERPRINT = (
+    select(ds_version.c.number, ds_version.c.model_fingerprint)
+    .join(ds_head, (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number))
+    .where(ds_version.c.env_id == _ENV)
+)
+
+
+def latest_fingerprint(conn: Connection, env_id: str) -> Any:
+    """The latest version's ``(number, model_fingerprint)`` row of ``env_id``, or None."""
+    return conn.execute(_LATEST_FINGERPRINT, {"b_env": env_id}).one_or_none()
+
+
 def lock_head(session: Session, env_id: str, *, create: bool) -> int | None:
     """Lock the environment's head row and return its latest version (None: no version yet).
 
