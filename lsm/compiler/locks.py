@@ -8,25 +8,19 @@ look as if the validations had run one after the other.
 
 PostgreSQL gives both with session-level advisory locks held on a dedicated connection for
 the compile's duration; a worker that dies releases them with its connection. SQLite has one
-worker process (``lsm.services.singleton``), where thread locks are the same guarantee.
+worker process (``lsm.services.singleton``), where thread locks are the same guarantee. The
+statements are in ``lsm.inventory.advisory_locks``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
+from lsm.inventory.advisory_locks import advisory_key, try_advisory, unlock_advisory
 from lsm.inventory.database import Database
-
-
-def _key(kind: str, name: str) -> int:
-    """A stable signed 64-bit advisory-lock key."""
-    return int.from_bytes(
-        hashlib.blake2b(f"{kind}:{name}".encode(), digest_size=8).digest(), "big", signed=True
-    )
 
 
 class Held:
@@ -54,7 +48,7 @@ class SelectionLocks:
     def try_lock(self, instance_ids: Iterable[str]) -> bool:
         names = sorted(set(instance_ids))
         if self._conn is None and not self._owner.db.is_sqlite:
-            self._conn = self._owner.db.write_engine.connect()
+            self._conn = self._owner._lock_connection()
         held = self._owner._try(self._kind, names, self._owner._selected, self._conn)
         if held is None:
             return False
@@ -85,7 +79,7 @@ class EnvironmentLocks:
     def try_export(self, env_id: str) -> Held | None:
         if self.db.is_sqlite:
             return self._try("lsm-compile", [env_id], self._exporting, None)
-        conn = self.db.write_engine.connect()
+        conn = self._lock_connection()
         held = self._try("lsm-compile", [env_id], self._exporting, conn)
         if held is None:
             conn.close()
@@ -95,6 +89,12 @@ class EnvironmentLocks:
 
     def selections(self, env_id: str) -> SelectionLocks:
         return SelectionLocks(self, env_id)
+
+    def _lock_connection(self) -> Connection:
+        """A pooled connection in autocommit: session locks need no transaction, so taking or
+        giving back a set of locks is one round trip (no BEGIN, no COMMIT), and the connection is
+        never left idle in a transaction while the compile runs."""
+        return self.db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
     def _try(self, kind: str, names: list[str], taken: set[str], conn: Connection | None) -> Held | None:
         """In process first (threads), then on PostgreSQL across processes; all or nothing."""
@@ -110,9 +110,9 @@ class EnvironmentLocks:
 
         if conn is None or not keys:
             return Held([give_back])
-        advisory = [_key(kind, n) for n in names]
+        advisory = [advisory_key(kind, n) for n in names]
         try:
-            got = _try_advisory(conn, advisory)
+            got = try_advisory(conn, advisory)
         except BaseException:
             give_back()
             raise
@@ -121,20 +121,6 @@ class EnvironmentLocks:
             return None
 
         def unlock() -> None:
-            conn.execute(_UNLOCK, {"ks": advisory})
-            conn.commit()
+            unlock_advisory(conn, advisory)
 
         return Held([give_back, unlock])
-
-
-_LOCK = text("SELECT k, pg_try_advisory_lock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
-_UNLOCK = text("SELECT pg_advisory_unlock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
-
-
-def _try_advisory(conn: Connection, keys: list[int]) -> bool:
-    """Take every key or none (so two workers never hold half of each other's)."""
-    taken = [row[0] for row in conn.execute(_LOCK, {"ks": keys}) if row[1]]
-    if len(taken) < len(keys) and taken:
-        conn.execute(_UNLOCK, {"ks": taken})
-    conn.commit()
-    return len(taken) == len(keys)

@@ -98,25 +98,26 @@ class CompileQueue:
         """The next exporting batch of ``env_id`` (call with the environment's compile lock held)."""
         now = utcnow()
         with self.db.write() as session:
-            orphans = sql.running_exporting(session, env_id)
-            if orphans:
-                self._take_over(session, orphans, now)
-            first = sql.queued_exporting(session, env_id, limit=1)
-            if not first:
+            state = sql.exporting_state(session, env_id, every=batched)
+            if state.running:
+                self._take_over(session, state.running, now)
+                # what was taken over is queued again (or failed): read what is queued now
+                state = sql.exporting_state(session, env_id, every=batched)
+            if not state.queued:
                 return None
-            leader = first[0]
+            leader = state.queued[0]
             if _too_recent(leader.created_at, now, backoff):
                 return None  # exporting requests wait out the back-off to gather more
-            full = leader if leader.kind is CompileKind.FULL else sql.first_queued_full(session, env_id)
+            full = leader if leader.kind is CompileKind.FULL else state.first_full
             if full is not None:
                 leader = full
-                ids = [q.id for q in sql.queued_exporting(session, env_id)]
+                queued = state.queued if batched else sql.exporting_state(session, env_id, every=True).queued
+                ids = [q.id for q in queued]
             elif batched:
-                ids = [q.id for q in sql.queued_exporting(session, env_id)]
+                ids = [q.id for q in state.queued]
             else:
                 ids = [leader.id]
-            sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
-            rows = sql.load(session, ids)
+            rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
             return Batch(leader=rows[leader.id], merged=[rows[i] for i in ids if i != leader.id], owner=owner)
 
     def claim_validations(self, env_id: str, owner: str, *, limit: int) -> list[Batch]:
@@ -129,8 +130,7 @@ class CompileQueue:
             ids = sql.queued_validations(session, env_id, limit=limit, skip_locked=not self.db.is_sqlite)
             if not ids:
                 return []
-            sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
-            rows = sql.load(session, ids)
+            rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
             return [Batch(leader=rows[i], owner=owner) for i in ids]
 
     def _take_over(self, session: Session, held: list[tuple[str, int]], now: datetime) -> None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Row, delete, insert
+from sqlalchemy import Row, bindparam, delete, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -114,9 +115,14 @@ class CompileRunner:
         A full compile is incremental when it may be (``lsm.compiler.incremental``); whatever
         fails on that path is retried complete, which gives the exact result or error."""
         started = time.perf_counter()
-        latest = self.store.latest_fingerprint(ctx.env_id)
         fingerprint = incremental.environment_fingerprint(ctx)
-        full = batch.kind == "full" or latest is None
+        instances: dict[str, list[InstanceDict]] = {}
+        roots: list[str] = []
+        with self.db.read() as session:  # a partial compile reads its selection in the same snapshot
+            latest = self.store.latest_fingerprint(ctx.env_id, session=session)
+            full = batch.kind == "full" or latest is None
+            if not full:
+                instances, roots = self._select(ctx, batch, report, session=session)
         report["ran_as"] = "full" if full else "partial"
         if full:
             reason = incremental.complete_reason(
@@ -134,9 +140,8 @@ class CompileRunner:
             report["complete"] = reason
             instances = self._load_exporting(ctx)
             report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
-            roots: list[str] = []
+            roots = []
         else:
-            instances, roots = self._select(ctx, batch, report)
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
         timings["select"] = time.perf_counter() - started
         result = refine(ctx.model, instances)
@@ -317,17 +322,22 @@ class CompileRunner:
         return out
 
     def _select(
-        self, ctx: EnvironmentContext, batch: Batch, report: dict[str, Any] | None = None
+        self,
+        ctx: EnvironmentContext,
+        batch: Batch,
+        report: dict[str, Any] | None = None,
+        *,
+        session: Session | None = None,
     ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
         """The selector's trees for the batch's requests, with active attributes (exporting states only).
 
         The selector is the union of what the batch's requests name (``params["selector"]``,
         the environment's setting for a request that names none): merged requests each get at
         least what they asked for. ``report["selection"]`` says which, and why each instance
-        was compiled (``lsm.selection.diagnostics``).
+        was compiled (``lsm.selection.diagnostics``). ``session``: read in that transaction.
         """
-        requested, spec = self._batch_request(ctx, batch)
-        return self._selection(ctx, requested, spec, report)
+        requested, spec = self._batch_request(ctx, batch, session=session)
+        return self._selection(ctx, requested, spec, report, session=session)
 
     def explain(
         self,
@@ -352,7 +362,13 @@ class CompileRunner:
         }
 
     def _selection(
-        self, ctx: EnvironmentContext, requested: list[str], spec: Any, report: dict[str, Any] | None
+        self,
+        ctx: EnvironmentContext,
+        requested: list[str],
+        spec: Any,
+        report: dict[str, Any] | None,
+        *,
+        session: Session | None = None,
     ) -> tuple[dict[str, list[InstanceDict]], list[str]]:
         purge: dict[str, bool] = {}
 
@@ -361,7 +377,7 @@ class CompileRunner:
             purge[record.id] = state.purge_resources
             return "active" if state.export_resources else None
 
-        with self.db.read() as session:
+        with self._reading(session) as session:
             view = InventoryView(session, ctx.env_id, ctx.catalog, attribute_set=exporting)
             selector = self._selector(ctx, view, spec)
             selection = run_selection(selector, requested)
@@ -378,9 +394,11 @@ class CompileRunner:
         }
         return instances, roots
 
-    def _batch_request(self, ctx: EnvironmentContext, batch: Batch) -> tuple[list[str], Any]:
+    def _batch_request(
+        self, ctx: EnvironmentContext, batch: Batch, *, session: Session | None = None
+    ) -> tuple[list[str], Any]:
         """The requested ids of the batch, and the selector spec of its requests (a union if they differ)."""
-        with self.db.read() as session:
+        with self._reading(session) as session:
             view = InventoryView(session, ctx.env_id, ctx.catalog)
             requested = self._requested(view, batch)
         specs: list[Any] = []
@@ -391,6 +409,15 @@ class CompileRunner:
                 if part not in specs:
                     specs.append(part)
         return requested, specs[0] if len(specs) == 1 else specs
+
+    @contextmanager
+    def _reading(self, session: Session | None) -> Iterator[Session]:
+        """``session`` when given (the caller's read transaction), else a read transaction of its own."""
+        if session is not None:
+            yield session
+            return
+        with self.db.read() as own:
+            yield own
 
     def _requested(self, view: InventoryView, batch: Batch) -> list[str]:
         return _expand(view, batch.requested_ids(), batch.service_entities(), batch.exclude())
@@ -428,13 +455,14 @@ def record_instance_resources(
     version and state at this compile: what an incremental full compile compares with.
     """
     compiled = {d["id"]: d for dicts in (instances or {}).values() for d in dicts}
-    stale = delete(InstanceResourcesRow).where(col(InstanceResourcesRow.env_id) == env_id)
-    if not full:
+    conn = session.connection()
+    if full:
+        conn.execute(_DELETE_RECORDS, {"b_env": env_id})
+    else:
         names = sorted({*trees, *result.tree_of.values()})
         if not names:
             return
-        stale = stale.where(col(InstanceResourcesRow.set_name).in_(names))
-    session.execute(stale)
+        conn.execute(_DELETE_TREE_RECORDS, {"b_env": env_id, "b_names": names})
     rows = [
         {
             "env_id": env_id,
@@ -451,7 +479,14 @@ def record_instance_resources(
         for instance_id, root in result.tree_of.items()
     ]
     for start in range(0, len(rows), 5000):
-        session.execute(insert(InstanceResourcesRow), rows[start : start + 5000])
+        conn.execute(_INSERT_RECORDS, rows[start : start + 5000])
+
+
+_RECORDS = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
+#: the per-instance resource index statements, built once (every export runs them)
+_DELETE_RECORDS = delete(_RECORDS).where(_RECORDS.c.env_id == bindparam("b_env"))
+_DELETE_TREE_RECORDS = _DELETE_RECORDS.where(_RECORDS.c.set_name.in_(bindparam("b_names", expanding=True)))
+_INSERT_RECORDS = insert(_RECORDS)
 
 
 def _complete_requested(batch: Batch) -> bool:

@@ -25,13 +25,18 @@ from sqlalchemy.orm import Session
 
 from lsm.desired_state import ResourceRecord, resource_set_hash
 from lsm.desired_state.merge import SHARED
-from lsm.desired_state.statements import bulk_insert
 from lsm.inventory.batches import chunks
+from lsm.inventory.desired_state_statements import bulk_insert
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.tables import TreeSharedRow
 from lsm.model import RefineResult
 
 _TREE_SHARED: sa.Table = TreeSharedRow.metadata.tables["lsm_tree_shared"]
+#: the records of some trees (a partial compile's): built once
+_DELETE_TREES = sa.delete(_TREE_SHARED).where(
+    _TREE_SHARED.c.set_name.in_(sa.bindparam("b_names", expanding=True)),
+    _TREE_SHARED.c.env_id == sa.bindparam("b_env"),
+)
 
 
 class SharedConflict(Exception):
@@ -64,7 +69,7 @@ def replace_tree_shared(
         conn.execute(sa.delete(_TREE_SHARED).where(t.env_id == env_id))
     else:
         for chunk in chunks(sorted({*trees, *result.tree_of.values()})):
-            conn.execute(sa.delete(_TREE_SHARED).where(t.set_name.in_(chunk), t.env_id == env_id))
+            conn.execute(_DELETE_TREES, {"b_env": env_id, "b_names": chunk})
     rows: dict[tuple[str, str], str] = {}
     for instance_id, ids in result.shared_of.items():
         root = result.tree_of[instance_id]

@@ -37,6 +37,7 @@ from lsm.desired_state.records import (
     encoded_set_hash,
 )
 from lsm.errors import ExportRuleViolation, InvalidInput, InvalidMetaparameter
+from lsm.inventory.desired_state_rows import SharedEdge, StoredResource, StoredRevision
 from lsm.model.meta import MetaError, meta_of
 
 #: Storage name of the shared set (``ds_resource.set_name``); messages say ``shared``.
@@ -49,35 +50,6 @@ MAX_MESSAGES = 10
 def display(name: str) -> str:
     """The name of a set as people read it: ``shared`` for the shared set."""
     return SHARED_NAME if name == SHARED else name
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRevision:
-    """The current revision of a named set, as fetched for an export."""
-
-    name: str
-    first_version: int
-    content_hash: str
-    resource_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredResource:
-    """The current row of a resource id, as fetched for an export (``set_name`` "" = shared)."""
-
-    resource_id: str
-    set_name: str
-    attributes_json: str
-    requires_json: str
-
-
-@dataclass(frozen=True, slots=True)
-class SharedEdge:
-    """A current shared resource requiring a resource of a set an export touches."""
-
-    requirer_id: str
-    required_id: str
-    required_set: str
 
 
 @dataclass(slots=True)

@@ -27,22 +27,24 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, cast
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
-from lsm.desired_state import statements as sql
 from lsm.desired_state.diff import VersionDiff, version_diff
 from lsm.desired_state.merge import SHARED, ExportCheck, ExportPlan
 from lsm.desired_state.records import (
+    ExportKind,
     ExportRequest,
     ResourceRecord,
     VersionContent,
     VersionInfo,
     decode_record,
 )
-from lsm.errors import InvalidInput, UnknownVersion
+from lsm.errors import InvalidInput, LsmError, UnknownVersion
 from lsm.gc_pause import gc_paused
+from lsm.inventory import desired_state_statements as sql
 from lsm.inventory.batches import chunks
 from lsm.inventory.database import Database
 from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
@@ -109,18 +111,14 @@ class DesiredStateStore:
         # a complete full export read every current revision: it knows the count outright
         set_count: int | None = len(revisions) if complete else 0
         if latest is not None:
-            previous_count, base_fingerprint, base_sets = conn.execute(
-                select(
-                    ds_version.c.resource_count, ds_version.c.model_fingerprint, ds_version.c.set_count
-                ).where(ds_version.c.env_id == env_id, ds_version.c.number == latest)
-            ).one()
+            previous_count, base_fingerprint, base_sets = sql.base_counters(conn, env_id, latest)
             if not complete and base_fingerprint != fingerprint:
                 fingerprint = None  # some sets were refined with another model: unknown
             if not complete:
                 set_count = base_sets
         if set_count is not None:
             set_count += sum(name not in revisions for name in plan.new_sets) - len(plan.sets_deleted)
-        sql.write_plan(conn, env_id, number, plan)
+        _write_plan(conn, env_id, number, plan)
         info = VersionInfo(
             number=number,
             kind=check.kind,
@@ -133,22 +131,23 @@ class DesiredStateStore:
             model_fingerprint=fingerprint,
             set_count=set_count,
         )
-        conn.execute(
-            insert(ds_version).values(
-                env_id=env_id,
-                number=number,
-                kind=info.kind,
-                base=info.base,
-                compile_id=info.compile_id,
-                created_at=info.created_at,
-                sets_replaced=info.sets_replaced,
-                sets_deleted=info.sets_deleted,
-                resource_count=info.resource_count,
-                model_fingerprint=info.model_fingerprint,
-                set_count=info.set_count,
-            )
+        sql.insert_version(
+            conn,
+            {
+                "env_id": env_id,
+                "number": number,
+                "kind": info.kind,
+                "base": info.base,
+                "compile_id": info.compile_id,
+                "created_at": info.created_at,
+                "sets_replaced": info.sets_replaced,
+                "sets_deleted": info.sets_deleted,
+                "resource_count": info.resource_count,
+                "model_fingerprint": info.model_fingerprint,
+                "set_count": info.set_count,
+            },
         )
-        conn.execute(update(ds_head).where(ds_head.c.env_id == env_id).values(latest=number))
+        sql.set_head(conn, env_id, number)
         return info
 
     # -- reading --------------------------------------------------------------------------------
@@ -162,20 +161,20 @@ class DesiredStateStore:
             )
         return latest or None
 
-    def latest_fingerprint(self, env_id: str) -> tuple[int, str | None] | None:
+    def latest_fingerprint(
+        self, env_id: str, *, session: Session | None = None
+    ) -> tuple[int, str | None] | None:
         """The newest version number of ``env_id`` and its model fingerprint; None before the first.
 
         Only these two columns: a version header of a large full export carries every set name.
+        With ``session`` the read joins the caller's transaction (a compile reads it with its
+        selection), otherwise it runs in its own.
         """
-        query = (
-            select(ds_version.c.number, ds_version.c.model_fingerprint)
-            .join(
-                ds_head, (ds_head.c.env_id == ds_version.c.env_id) & (ds_head.c.latest == ds_version.c.number)
-            )
-            .where(ds_version.c.env_id == env_id)
-        )
-        with self._db.read() as session:
-            row = session.connection().execute(query).one_or_none()
+        if session is not None:
+            row = sql.latest_fingerprint(session.connection(), env_id)
+        else:
+            with self._db.read() as own:
+                row = sql.latest_fingerprint(own.connection(), env_id)
         return None if row is None else (row.number, row.model_fingerprint)
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
@@ -188,7 +187,7 @@ class DesiredStateStore:
             .offset(offset)
         )
         with self._db.read() as session:
-            return [sql.version_info(row) for row in session.connection().execute(query).mappings()]
+            return [_version_info(row) for row in session.connection().execute(query).mappings()]
 
     def get_version(self, env_id: str, number: int) -> VersionInfo:
         """The header of version ``number``; ``UnknownVersion`` if it does not exist (any more)."""
@@ -287,7 +286,7 @@ class DesiredStateStore:
             raise UnknownVersion(
                 f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
             )
-        return sql.version_info(row)
+        return _version_info(row)
 
     # -- retention ------------------------------------------------------------------------------
     def collect_garbage(self, env_id: str, keep: int) -> int:
@@ -335,6 +334,67 @@ class DesiredStateStore:
                 delete(ds_version).where(ds_version.c.env_id == env_id, ds_version.c.number < oldest_kept)
             ).rowcount
         return int(deleted)
+
+
+def _write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> None:
+    """Close what the plan replaces, then insert its new rows.
+
+    Closing first means that a resource moving between two replaced sets never has two
+    current rows, not even inside the transaction. The closed row count is checked against
+    the stored revision counts: a mismatch means a corrupt base, and nothing is built on it.
+    """
+    closed = sql.close_sets(conn, env_id, number, plan.close_sets)
+    closed += sql.close_shared(conn, env_id, number, plan.close_shared)
+    if closed != plan.removed_count:
+        # the revision counts and the rows disagree: refuse to build on a corrupt base
+        raise LsmError(
+            f"desired state of environment {env_id} is inconsistent: closed {closed} resources, "
+            f"expected {plan.removed_count}",
+            env_id=env_id,
+        )
+
+    sql.insert_revisions(
+        conn,
+        [
+            (name, env_id, number, content_hash, len(resources))
+            for name, (content_hash, resources) in plan.new_sets.items()
+        ],
+    )
+    rows = [
+        (env_id, res.record.id, name, number, res.attributes_json, res.requires_json)
+        for name, (_, resources) in plan.new_sets.items()
+        for res in resources
+    ]
+    rows.extend(
+        (env_id, res.record.id, SHARED, number, res.attributes_json, res.requires_json)
+        for res in plan.new_shared
+    )
+    sql.insert_resources(conn, rows)
+    sql.insert_shared_requires(
+        conn,
+        sorted(
+            {(env_id, required, res.record.id) for res in plan.new_shared for required in res.record.requires}
+        ),
+    )
+
+
+def _version_info(row: Any) -> VersionInfo:
+    """A ``ds_version`` row (a mapping) as the public header."""
+    created_at: datetime = row["created_at"]
+    if created_at.tzinfo is None:  # SQLite keeps no offset; we always store UTC
+        created_at = created_at.replace(tzinfo=UTC)
+    return VersionInfo(
+        number=row["number"],
+        kind=cast(ExportKind, row["kind"]),
+        base=row["base"],
+        compile_id=row["compile_id"],
+        created_at=created_at,
+        sets_replaced=list(row["sets_replaced"]),
+        sets_deleted=list(row["sets_deleted"]),
+        resource_count=row["resource_count"],
+        model_fingerprint=row.get("model_fingerprint"),
+        set_count=row.get("set_count"),
+    )
 
 
 __all__ = ["DesiredStateStore"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, update
+from sqlalchemy import bindparam, case, func, literal, union_all, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -30,6 +30,8 @@ RUNNING = CompileStatus.RUNNING.value
 ACTIVE = (QUEUED, RUNNING)
 EXPORTING = (CompileKind.FULL.value, CompileKind.PARTIAL.value)
 VALIDATION = CompileKind.VALIDATION.value
+
+_t = CompileRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,8 @@ class Pending:
 
 def environments_with_work(session: Session) -> list[Pending]:
     """Environments with queued or running requests, per kind (index-only on ``ix_lsm_compile_active``)."""
-    query = (
-        sa_select(col(CompileRow.env_id), col(CompileRow.status), col(CompileRow.kind))
-        .where(col(CompileRow.status).in_(ACTIVE))
-        .distinct()
-    )
     found: dict[str, dict[str, bool]] = {}
-    for env_id, status, kind in session.execute(query):
+    for env_id, status, kind in session.connection().execute(_WITH_WORK):
         flags = found.setdefault(env_id, {})
         if kind == VALIDATION:
             flags["validations" if status == QUEUED else "running_validations"] = True
@@ -68,46 +65,67 @@ def environments_with_work(session: Session) -> list[Pending]:
     return [Pending(env_id, **flags) for env_id, flags in found.items()]
 
 
-def queued_exporting(session: Session, env_id: str, *, limit: int | None = None) -> list[Queued]:
-    """Queued exporting requests of ``env_id``, oldest first (``limit``: only the first few)."""
-    query = (
-        sa_select(col(CompileRow.id), col(CompileRow.kind), col(CompileRow.created_at))
-        .where(
-            col(CompileRow.env_id) == env_id,
-            col(CompileRow.status) == QUEUED,
-            col(CompileRow.kind).in_(EXPORTING),
-        )
-        .order_by(col(CompileRow.created_at).asc(), col(CompileRow.id).asc())
+@dataclass(frozen=True)
+class ExportingState:
+    """What an exporting claim decides on, read in one statement (``exporting_state``)."""
+
+    #: running exporting requests (a dead worker's: the claim holds the compile lock): id, attempts
+    running: list[tuple[str, int]]
+    #: queued exporting requests, oldest first: all of them, or only the first (``every=False``)
+    queued: list[Queued]
+    #: the oldest queued full request, if any
+    first_full: Queued | None
+
+
+#: asked every time the worker looks for work: built once
+_WITH_WORK = sa_select(_t.c.env_id, _t.c.status, _t.c.kind).where(_t.c.status.in_(ACTIVE)).distinct()
+
+
+def _exporting_state_query(*, every: bool) -> Any:
+    """Three keyed reads on ``ix_lsm_compile_queue`` as one statement (one round trip)."""
+    env = bindparam("b_env", type_=_t.c.env_id.type)
+    columns = (_t.c.id, _t.c.kind, _t.c.created_at, _t.c.attempts)
+    oldest = (_t.c.created_at.asc(), _t.c.id.asc())
+    running = sa_select(*columns, literal("r").label("part"), literal(0).label("pos")).where(
+        _t.c.env_id == env, _t.c.status == RUNNING, _t.c.kind.in_(EXPORTING)
     )
-    if limit is not None:
-        query = query.limit(limit)
-    return [Queued(r[0], CompileKind(r[1]), r[2]) for r in session.execute(query)]
-
-
-def first_queued_full(session: Session, env_id: str) -> Queued | None:
-    query = (
-        sa_select(col(CompileRow.id), col(CompileRow.kind), col(CompileRow.created_at))
-        .where(
-            col(CompileRow.env_id) == env_id,
-            col(CompileRow.status) == QUEUED,
-            col(CompileRow.kind) == CompileKind.FULL.value,
-        )
-        .order_by(col(CompileRow.created_at).asc(), col(CompileRow.id).asc())
+    queued = (
+        sa_select(*columns, literal("q").label("part"), func.row_number().over(order_by=oldest).label("pos"))
+        .where(_t.c.env_id == env, _t.c.status == QUEUED, _t.c.kind.in_(EXPORTING))
+        .order_by(*oldest)
+    )
+    full = (
+        sa_select(*columns, literal("f").label("part"), literal(0).label("pos"))
+        .where(_t.c.env_id == env, _t.c.status == QUEUED, _t.c.kind == CompileKind.FULL.value)
+        .order_by(*oldest)
         .limit(1)
     )
-    row = session.execute(query).first()
-    return None if row is None else Queued(row[0], CompileKind(row[1]), row[2])
+    parts = [running, queued if every else queued.limit(1), full]
+    return union_all(*(sa_select(part.subquery()) for part in parts))
 
 
-def running_exporting(session: Session, env_id: str) -> list[tuple[str, int]]:
-    """Running exporting requests of ``env_id`` with their attempts (called under its compile lock:
-    they belong to a worker that died, since a live one would hold the lock)."""
-    query = sa_select(col(CompileRow.id), col(CompileRow.attempts)).where(
-        col(CompileRow.env_id) == env_id,
-        col(CompileRow.status) == RUNNING,
-        col(CompileRow.kind).in_(EXPORTING),
-    )
-    return [(r[0], r[1]) for r in session.execute(query)]
+_EXPORTING_STATE = {every: _exporting_state_query(every=every) for every in (False, True)}
+
+
+def exporting_state(session: Session, env_id: str, *, every: bool) -> ExportingState:
+    """The running exporting requests, the queued ones (``every``: all, else the oldest) and
+    the oldest queued full one of ``env_id``, in one round trip. The running ones are called
+    for under the environment's compile lock: they belong to a worker that died, since a live
+    one would hold the lock."""
+    running: list[tuple[str, int]] = []
+    queued: list[tuple[int, Queued]] = []
+    first_full: Queued | None = None
+    for row_id, kind, created_at, attempts, part, pos in session.connection().execute(
+        _EXPORTING_STATE[every], {"b_env": env_id}
+    ):
+        if part == "r":
+            running.append((row_id, attempts))
+        elif part == "q":
+            queued.append((pos, Queued(row_id, CompileKind(kind), created_at)))
+        else:
+            first_full = Queued(row_id, CompileKind(kind), created_at)
+    queued.sort(key=lambda item: item[0])
+    return ExportingState(running, [q for _, q in queued], first_full)
 
 
 def queued_validations(session: Session, env_id: str, *, limit: int, skip_locked: bool) -> list[str]:
@@ -142,6 +160,23 @@ def expired(
     return [(r[0], r[1]) for r in session.execute(query)]
 
 
+#: mark requests running under one lease and return their rows (one round trip): followers of
+#: a batch point to its leader, the leader (and every request of a claim without one) to nothing
+_CLAIM = (
+    update(_t)
+    .where(_t.c.id.in_(bindparam("b_ids", expanding=True)))
+    .values(
+        status=RUNNING,
+        lease_owner=bindparam("b_owner"),
+        lease_expires=bindparam("b_expires"),
+        started_at=bindparam("b_now"),
+        attempts=_t.c.attempts + 1,
+        merged_into=case((_t.c.id == bindparam("b_leader"), None), else_=bindparam("b_leader")),
+    )
+    .returning(*_t.c)
+)
+
+
 def claim(
     session: Session,
     ids: Sequence[str],
@@ -150,28 +185,17 @@ def claim(
     expires: datetime,
     now: datetime,
     leader: str | None = None,
-) -> None:
-    """Mark ``ids`` running under ``owner``'s lease; all but ``leader`` point to it (a batch)."""
+) -> dict[str, CompileRow]:
+    """Mark ``ids`` running under ``owner``'s lease and return their rows (the claimed ones
+    only: the JSON columns of requests that stay queued are never read); all but ``leader``
+    point to it (a batch)."""
     if not ids:
-        return
-    session.execute(
-        update(CompileRow)
-        .where(col(CompileRow.id).in_(list(ids)))
-        .values(
-            status=RUNNING,
-            lease_owner=owner,
-            lease_expires=expires,
-            started_at=now,
-            attempts=CompileRow.attempts + 1,
-            merged_into=None,
-        )
+        return {}
+    result = session.connection().execute(
+        _CLAIM,
+        {"b_ids": list(ids), "b_owner": owner, "b_expires": expires, "b_now": now, "b_leader": leader},
     )
-    if leader is not None:
-        followers = [i for i in ids if i != leader]
-        if followers:
-            session.execute(
-                update(CompileRow).where(col(CompileRow.id).in_(followers)).values(merged_into=leader)
-            )
+    return {row.id: CompileRow(**row._mapping) for row in result}
 
 
 def kinds(session: Session, ids: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -182,15 +206,6 @@ def kinds(session: Session, ids: Sequence[str]) -> list[tuple[str, str, str]]:
         col(CompileRow.id).in_(list(ids))
     )
     return [(r[0], r[1], r[2]) for r in session.execute(query)]
-
-
-def load(session: Session, ids: Sequence[str]) -> dict[str, CompileRow]:
-    if not ids:
-        return {}
-    rows = session.exec(
-        sa_select(CompileRow).where(col(CompileRow.id).in_(list(ids)))  # type: ignore[call-overload]
-    )
-    return {row.id: row for row in rows.scalars()}
 
 
 def renew(session: Session, owner: str, ids: Sequence[str], expires: datetime) -> set[str]:
@@ -237,6 +252,24 @@ def release(session: Session, ids: Sequence[str], *, owner: str | None = None) -
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+def _finish_statement(*, fenced: bool) -> Any:
+    query = update(_t).where(_t.c.id == bindparam("b_id"), _t.c.status == RUNNING)
+    if fenced:
+        query = query.where(_t.c.lease_owner == bindparam("b_owner"))
+    return query.values(
+        status=bindparam("b_status"),
+        finished_at=bindparam("b_now"),
+        report=bindparam("b_report"),
+        desired_state_version=bindparam("b_dsv"),
+        lease_owner=None,
+        lease_expires=None,
+    )
+
+
+#: one request's finish, fenced by its lease owner (True) or not (False); built once
+_FINISH = {fenced: _finish_statement(fenced=fenced) for fenced in (True, False)}
+
+
 def finish(
     session: Session,
     row_id: str,
@@ -248,20 +281,17 @@ def finish(
     desired_state_version: int | None,
 ) -> bool:
     """Record a request's outcome if ``owner`` still holds it (``None``: unfenced); whether it did."""
-    query = update(CompileRow).where(col(CompileRow.id) == row_id, col(CompileRow.status) == RUNNING)
+    params = {
+        "b_id": row_id,
+        "b_status": status.value,
+        "b_now": now,
+        "b_report": report,
+        "b_dsv": desired_state_version,
+    }
     if owner is not None:
-        query = query.where(col(CompileRow.lease_owner) == owner)
-    result = session.execute(
-        query.values(
-            status=status.value,
-            finished_at=now,
-            report=report,
-            desired_state_version=desired_state_version,
-            lease_owner=None,
-            lease_expires=None,
-        )
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+        params["b_owner"] = owner
+    result = session.connection().execute(_FINISH[owner is not None], params)
+    return bool(result.rowcount)
 
 
 @dataclass(frozen=True)
@@ -275,20 +305,8 @@ class Finish:
     desired_state_version: int | None = None
 
 
-_c = CompileRow.__table__.c  # type: ignore[attr-defined]
 #: one fenced finish, executed with many parameter sets (one round trip, one statement)
-_FINISH_FENCED = (
-    update(CompileRow.__table__)  # type: ignore[attr-defined]
-    .where(_c.id == bindparam("b_id"), _c.status == RUNNING, _c.lease_owner == bindparam("b_owner"))
-    .values(
-        status=bindparam("b_status"),
-        finished_at=bindparam("b_now"),
-        report=bindparam("b_report"),
-        desired_state_version=bindparam("b_dsv"),
-        lease_owner=None,
-        lease_expires=None,
-    )
-)
+_FINISH_FENCED = _FINISH[True]
 
 
 def finish_fenced(session: Session, finishes: Sequence[Finish], *, now: datetime) -> bool:

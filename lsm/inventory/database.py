@@ -12,17 +12,28 @@ will write and a transaction that only reads, with the right locking on each bac
   locks; callers use them through SQLAlchemy. Writes run at READ COMMITTED (row locks make
   read-check-write safe); reads run at REPEATABLE READ so that a read transaction is one snapshot.
 
+Dropped PostgreSQL connections, without a round trip per checkout: ``pool_pre_ping`` sent one
+(``;``) before every transaction, a tenth of a partial compile's round trips. Instead a checkout
+looks at the pooled connection's socket (``_closed_by_server``: a poll, no round trip): a server
+that restarted or terminated the backend has closed it, and the pool replaces it. TCP keepalives
+turn a silently lost peer (no FIN, e.g. a dead host or NAT) into a closed socket within about a
+minute, ``pool_recycle`` bounds a connection's age, and a connection that dies between the check
+and its statement fails that statement as a disconnect: SQLAlchemy then invalidates the whole
+pool, so only the transaction in flight sees the error (as with pre-ping, which had the same
+window between its ping and the statement).
+
 It must not know any table: tables register themselves on ``SQLModel.metadata``.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import JSON, event
+from sqlalchemy import JSON, event, exc
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, SQLModel, create_engine
@@ -31,6 +42,11 @@ from sqlmodel import Session, SQLModel, create_engine
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 DEFAULT_DATABASE_URL = "sqlite:///./lsm.db"
+
+#: a PostgreSQL connection is replaced after this many seconds (server or proxy idle limits)
+POOL_RECYCLE_S = 1800
+#: libpq TCP keepalives: a peer silent for 30 s is probed every 10 s, given up after 3 probes
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 
 
 def normalize_url(url: str) -> str:
@@ -66,7 +82,7 @@ class Database:
             _configure_sqlite(self.write_engine, begin="BEGIN IMMEDIATE")
             _configure_sqlite(self.read_engine, begin="BEGIN")
         else:
-            connect_args: dict[str, Any] = {}
+            connect_args: dict[str, Any] = dict(KEEPALIVES)
             if schema:
                 connect_args["options"] = f"-csearch_path={schema}"
             self.write_engine = create_engine(
@@ -75,7 +91,7 @@ class Database:
                 connect_args=connect_args,
                 pool_size=10,
                 max_overflow=20,
-                pool_pre_ping=True,
+                pool_recycle=POOL_RECYCLE_S,
             )
             # reads see one snapshot for the whole transaction (a selector walking a tree, a
             # version read back): READ COMMITTED would let a concurrent commit show half-way
@@ -85,9 +101,11 @@ class Database:
                 connect_args=connect_args,
                 pool_size=5,
                 max_overflow=20,
-                pool_pre_ping=True,
+                pool_recycle=POOL_RECYCLE_S,
                 isolation_level="REPEATABLE READ",
             )
+            for engine in (self.write_engine, self.read_engine):
+                event.listen(engine, "checkout", _replace_closed)
 
     @property
     def dialect(self) -> str:
@@ -132,6 +150,33 @@ class Database:
             SQLModel.metadata.drop_all(self.write_engine)
             with self.write_engine.begin() as conn:
                 conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+
+
+def _replace_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool checkout: a connection the server closed is replaced (``DisconnectionError`` makes
+    the pool discard it and check out another), at the cost of a poll, not a round trip."""
+    if _closed_by_server(dbapi_connection):
+        raise exc.DisconnectionError("the server closed this pooled connection")
+
+
+def _closed_by_server(dbapi_connection: Any) -> bool:
+    """Whether an idle pooled psycopg connection should be replaced, known without a round trip.
+
+    An idle connection has nothing to read unless the server spoke unasked. Pooled connections
+    never LISTEN (``lsm.services.wakeup`` has its own), so that is the server's goodbye (an
+    error, then end of file: it restarted or terminated the backend, or the TCP keepalive gave
+    up on it), or in rare cases a notice; either way the connection is replaced, which costs a
+    reconnect and never a wrong answer.
+    """
+    pgconn = dbapi_connection.pgconn
+    if pgconn.status != 0:  # not CONNECTION_OK
+        return True
+    try:
+        poller = select.poll()
+        poller.register(pgconn.socket, select.POLLIN)
+        return bool(poller.poll(0))
+    except Exception:  # no socket any more (psycopg raises OperationalError)
+        return True
 
 
 def _configure_sqlite(engine: Engine, *, begin: str) -> None:

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint, String, Table
+from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint, String, Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import SQLModel
 
@@ -65,19 +65,35 @@ lsm_metric_deploy_action = Table(
 _MAX_STAGE = 100
 
 
-def _upsert(
-    conn: Connection, table: Table, keys: list[str], rows: list[dict[str, Any]], sums: list[str]
-) -> None:
-    """Insert ``rows`` or add their ``sums`` columns to the existing ones (one statement per row,
-    in key order)."""
-    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    for row in sorted(rows, key=lambda r: tuple(r[k] for k in keys)):
-        statement = dialect_insert(table).values(**row)
-        statement = statement.on_conflict_do_update(
+#: the upsert of each (dialect, table), built once: ``bindparam`` per column, run as executemany
+_UPSERTS: dict[tuple[str, str], Any] = {}
+
+
+def _upsert_statement(dialect: str, table: Table, keys: list[str], sums: list[str]) -> Any:
+    found = _UPSERTS.get((dialect, table.name))
+    if found is None:
+        dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        statement = dialect_insert(table).values({c.name: bindparam(f"b_{c.name}") for c in table.c})
+        found = _UPSERTS[dialect, table.name] = statement.on_conflict_do_update(
             index_elements=keys,
             set_={name: table.c[name] + statement.excluded[name] for name in sums},
         )
-        conn.execute(statement)
+    return found
+
+
+def _upsert(
+    conn: Connection, table: Table, keys: list[str], rows: list[dict[str, Any]], sums: list[str]
+) -> None:
+    """Insert ``rows`` or add their ``sums`` columns to the existing ones, rows in key order.
+
+    Why one statement built once and executed with every row (``executemany``): a compile's
+    finish bumps one outcome row and a row per stage, and one upsert built and sent per row
+    cost a round trip and a statement construction each on the worker's hot path. psycopg
+    sends an executemany as one pipeline; the rows are still locked in key order.
+    """
+    statement = _upsert_statement(conn.dialect.name, table, keys, sums)
+    ordered = sorted(rows, key=lambda r: tuple(r[k] for k in keys))
+    conn.execute(statement, [{f"b_{name}": value for name, value in row.items()} for row in ordered])
 
 
 def count_compile(
@@ -92,8 +108,9 @@ def count_compiles(
 ) -> None:
     """Many compiles (``env_id, kind, status, timings`` each), summed per key before writing.
 
-    A round of validations finishes hundreds of compiles in one transaction; one upsert per
-    distinct key (a handful) keeps their counting as cheap as their one ``executemany`` finish.
+    A round of validations finishes hundreds of compiles in one transaction; one upsert
+    ``executemany`` per table (a row per distinct key) keeps their counting as cheap as their
+    one ``executemany`` finish.
     """
     outcomes: dict[tuple[str, str, str], int] = {}
     stages: dict[tuple[str, str, str], tuple[int, float]] = {}
@@ -131,7 +148,7 @@ def resource_type(resource_id: str) -> str:
 
 def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, Any]]) -> None:
     """Count action-log lines (dicts with ``resource_id``, ``agent``, ``action``; dry runs are not
-    deploys and are left out): one upsert per distinct agent, type and action of the batch."""
+    deploys and are left out): one upsert row per distinct agent, type and action of the batch."""
     counts = Counter(
         (str(a["agent"]), resource_type(str(a["resource_id"])), str(a["action"]))
         for a in actions

@@ -236,10 +236,15 @@ def build_webhooks(core: Core, config: ServerConfig) -> Webhooks | None:
 
 
 def _notify_deploy(db: Database, env_id: str) -> None:
-    """A compile finished: agents in other processes (PostgreSQL LISTEN) look for a new version now."""
+    """A compile finished: agents in other processes (PostgreSQL LISTEN) look for a new version now.
+
+    One statement in autocommit (a NOTIFY needs no transaction of its own: no BEGIN, no COMMIT
+    round trip); nothing on SQLite, where there is no other process to wake."""
+    if db.is_sqlite:
+        return
     try:
-        with db.write() as session:
-            notify_work(session, env_id)
+        with db.write_engine.connect() as conn:
+            notify_work(conn.execution_options(isolation_level="AUTOCOMMIT"), env_id)
     except Exception:  # a lost wake-up costs one poll interval, never the compile
         pass
 

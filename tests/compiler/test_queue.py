@@ -132,17 +132,18 @@ def test_claiming_reads_only_what_it_claims(db: Database) -> None:
     from lsm.inventory import compile_queue
 
     loaded: list[int] = []
-    original = compile_queue.load
+    original = compile_queue.claim
 
-    def counting(session, ids):  # type: ignore[no-untyped-def]
-        loaded.append(len(ids))
-        return original(session, ids)
+    def counting(session, ids, **kwargs):  # type: ignore[no-untyped-def]
+        rows = original(session, ids, **kwargs)
+        loaded.append(len(rows))
+        return rows
 
-    compile_queue.load = counting  # type: ignore[assignment]
+    compile_queue.claim = counting  # type: ignore[assignment]
     try:
         queue.claim_validations(ENV, queue.new_owner("w"), limit=5)
     finally:
-        compile_queue.load = original  # type: ignore[assignment]
+        compile_queue.claim = original  # type: ignore[assignment]
     assert loaded == [5]
 
 
