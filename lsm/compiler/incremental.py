@@ -178,12 +178,12 @@ def find_changes(session: Session, ctx: EnvironmentContext) -> Changes:
     present: set[str] = set()
     recorded: dict[str, tuple[Pair, str]] = {}
     for chunk in chunks(ids):
-        rows = conn.execute(
-            sa.select(i.id, i.entity, i.state, i.version, i.deleted).where(
-                i.env_id == ctx.env_id, i.id.in_(chunk)
-            )
-        )
-        for iid, entity, state, version, deleted in rows:
+        # by id alone, the environment checked on the rows (``repository.ids_in`` says why)
+        query = sa.select(i.id, i.entity, i.state, i.version, i.deleted, i.env_id).where(i.id.in_(chunk))
+        rows = conn.execute(query)
+        for iid, entity, state, version, deleted, env_id in rows:
+            if env_id != ctx.env_id:
+                continue
             present.add(iid)
             if not deleted and state in exporting.get(entity, ()):
                 live[iid] = (version, state)
@@ -263,8 +263,8 @@ def clear_covered_markers(session: Session, env_id: str) -> None:
 def _existing(conn: sa.Connection, env_id: str, ids: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for chunk in chunks(ids):
-        query = sa.select(_INSTANCES.c.id).where(_INSTANCES.c.env_id == env_id, _INSTANCES.c.id.in_(chunk))
-        found.update(conn.execute(query).scalars())
+        query = sa.select(_INSTANCES.c.id, _INSTANCES.c.env_id).where(_INSTANCES.c.id.in_(chunk))
+        found.update(iid for iid, env in conn.execute(query) if env == env_id)  # (``ids_in`` says why)
     return found
 
 

@@ -121,6 +121,18 @@ def lock_instance_by_id(session: Session, env_id: str, instance_id: str) -> Inst
     return row
 
 
+def ids_in(ids: Sequence[str]) -> Any:
+    """``lsm_instance.id IN (ids)``, to be used WITHOUT ``env_id = ?`` beside it (callers check
+    the environment on the rows they get).
+
+    Why: given ``env_id = ? AND id IN (...)`` with a long list, SQLite's planner (with or without
+    ANALYZE) walks the ``(env_id, owner_id)`` index, i.e. reads every instance of the
+    environment: 18 ms for 500 ids among 40,000, growing with the inventory. By id alone it
+    takes the primary key. Ids are UUIDs; the check on the rows keeps environments apart.
+    """
+    return col(InstanceRow.id).in_(list(ids))
+
+
 def lock_instances_by_id(session: Session, env_id: str, ids: Iterable[str]) -> dict[str, InstanceRow]:
     """Lock many instances at once (``SELECT ... FOR UPDATE`` in chunked ``IN`` queries, in id
     order, so two batches that share instances queue behind each other instead of deadlocking).
@@ -131,14 +143,11 @@ def lock_instances_by_id(session: Session, env_id: str, ids: Iterable[str]) -> d
     """
     out: dict[str, InstanceRow] = {}
     for chunk in chunked(sorted(set(ids)), 500):
-        query = (
-            select(InstanceRow)
-            .where(InstanceRow.env_id == env_id, col(InstanceRow.id).in_(chunk))
-            .order_by(col(InstanceRow.id))
-            .with_for_update()
-        )
+        # by id alone (see ``ids_in``), the environment checked on the rows
+        query = select(InstanceRow).where(ids_in(chunk)).order_by(col(InstanceRow.id)).with_for_update()
         for row in session.exec(query):
-            out[row.id] = row
+            if row.env_id == env_id:
+                out[row.id] = row
     return out
 
 
@@ -156,9 +165,10 @@ def get_instances(session: Session, env_id: str, ids: Iterable[str]) -> dict[str
     """Instances by id (any entity, deleted included), in chunked ``IN`` queries."""
     out: dict[str, InstanceRow] = {}
     for chunk in chunked(list(dict.fromkeys(ids)), 500):
-        query = select(InstanceRow).where(InstanceRow.env_id == env_id, col(InstanceRow.id).in_(chunk))
+        query = select(InstanceRow).where(ids_in(chunk))
         for row in session.exec(query):
-            out[row.id] = row
+            if row.env_id == env_id:
+                out[row.id] = row
     return out
 
 

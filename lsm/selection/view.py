@@ -51,6 +51,14 @@ DEFAULT_CHUNK_SIZE = 500
 _INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
 _REFS: sa.Table = InstanceRefRow.metadata.tables["lsm_instance_ref"]
 
+#: what points to these ids, on SQLite: given ``env_id = ?`` and a long ``target_id IN`` list its
+#: planner walks every relation of the environment through the primary key instead of probing
+#: the target index once per id, so the index is named (SQLAlchemy renders no SQLite hints)
+_REFS_TO_SQLITE = sa.text(
+    "SELECT source_id, attribute, target_id FROM lsm_instance_ref INDEXED BY ix_lsm_instance_ref_target "
+    "WHERE env_id = :env AND target_id IN :ids"
+).bindparams(sa.bindparam("ids", expanding=True))
+
 
 @dataclass(frozen=True, slots=True)
 class InstanceRecord:
@@ -166,8 +174,11 @@ class InventoryView:
         ids = list(dict.fromkeys(instance_ids))
         missing = [i for i in ids if i not in self._rows]
         for chunk in self._chunks(missing):
-            for mapping in self._fetch(sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.id.in_(chunk))):
-                self._remember(mapping)
+            # by id alone, the environment checked here: SQLite's planner takes ``env_id = ?`` with
+            # a long IN list to the (env_id, owner_id) index and reads the whole environment
+            for mapping in self._fetch(sa.select(_INSTANCES).where(_INSTANCES.c.id.in_(chunk))):
+                if mapping["env_id"] == self.env_id:
+                    self._remember(mapping)
             for i in chunk:
                 self._rows.setdefault(i, None)
         out: dict[str, InstanceRecord] = {}
@@ -286,15 +297,21 @@ class InventoryView:
         missing = [i for i in ids if i not in cache]
         for chunk in self._chunks(missing):
             found: dict[str, list[Relation]] = {i: [] for i in chunk}
-            stmt = sa.select(_REFS.c.source_id, _REFS.c.attribute, _REFS.c.target_id).where(
+            stmt: sa.Executable = sa.select(_REFS.c.source_id, _REFS.c.attribute, _REFS.c.target_id).where(
                 _REFS.c.env_id == self.env_id, column.in_(chunk)
             )
+            if column is _REFS.c.target_id and self._dialect() == "sqlite":
+                stmt = _REFS_TO_SQLITE.bindparams(env=self.env_id, ids=chunk)
             for m in self._fetch(stmt):
                 relation = Relation(m["source_id"], m["attribute"], m["target_id"])
                 found[key(relation)].append(relation)
             for i, relations in found.items():
                 cache[i] = tuple(sorted(relations))
         return {i: list(cache[i]) for i in ids}
+
+    def _dialect(self) -> str:
+        bind = self._source.write_engine if isinstance(self._source, Database) else self._source.get_bind()
+        return bind.dialect.name
 
     def _is_terminated(self, instance_id: str) -> bool:
         record = self._rows.get(instance_id)
@@ -314,7 +331,7 @@ class InventoryView:
         for start in range(0, len(ids), self._chunk):
             yield list(ids[start : start + self._chunk])
 
-    def _fetch(self, stmt: sa.Select[Any]) -> list[sa.RowMapping]:
+    def _fetch(self, stmt: sa.Executable) -> list[sa.RowMapping]:
         self._queries += 1
         if isinstance(self._source, Database):
             with self._source.read() as session:

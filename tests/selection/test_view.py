@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event as sa_event
 
 from lsm.errors import UnknownEntity, UnknownInstance
 from lsm.inventory.database import Database
@@ -184,3 +185,56 @@ def test_a_tree_walk_costs_the_same_for_10_and_1000_trees(db: Database) -> None:
     assert small == large
     # up: sub-interface, port, router; down: three levels of children (+ BEGIN on SQLite)
     assert large <= 7
+
+
+def _plans(db: Database, run: object) -> list[str]:
+    """SQLite's query plan of every statement ``run()`` sends (parameters included)."""
+    sent: list[tuple[str, object]] = []
+
+    def _record(conn: object, cursor: object, statement: str, parameters: object, *args: object) -> None:
+        sent.append((statement, parameters))
+
+    sa_event.listen(db.read_engine, "before_cursor_execute", _record)
+    try:
+        run()  # type: ignore[operator]
+    finally:
+        sa_event.remove(db.read_engine, "before_cursor_execute", _record)
+    with db.read_engine.connect() as conn:
+        return [
+            " | ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {s}", p).fetchall())  # type: ignore[arg-type]
+            for s, p in sent
+            if s.lstrip().upper().startswith("SELECT")
+        ]
+
+
+def test_long_id_lists_are_looked_up_by_key_not_by_scanning_the_environment(db: Database) -> None:
+    """With ``env_id = ?`` beside a long ``IN`` list SQLite walked every instance (or relation)
+    of the environment through another index: 18 ms for 500 ids among 40,000, growing with the
+    inventory. Each lookup must probe its key instead; and an id of another environment is
+    still not this view's."""
+    if not db.is_sqlite:
+        pytest.skip("a SQLite query-planner property (PostgreSQL plans from its statistics)")
+    inv = Inventory(db)
+    trees = [inv.router_tree(f"r{i}") for i in range(260)]
+    inv.flush()
+    other = Inventory(db, name="other")
+    stranger = other.add("router", name="elsewhere")
+    other.flush()
+    ports = [p for t in trees for p in t["ports"]]
+    assert len(ports) >= 500
+
+    with db.read() as session:
+        view = InventoryView(session, inv.env_id, CATALOG)
+        found: dict[str, InstanceRecord] = {}
+        refs: dict[str, list[Relation]] = {}
+
+        def lookups() -> None:
+            found.update(view.get_many([*ports, stranger]))
+            refs.update(view.references_to_many(ports))
+
+        plans = _plans(db, lookups)
+    assert set(found) == set(ports)  # the other environment's router is not seen
+    assert all(refs[p] for p in ports[:3])  # sub-interfaces point at the first ports
+    assert plans, "no SELECT was sent"
+    for plan in plans:
+        assert "(id=?)" in plan or "target_id=?" in plan, plan
