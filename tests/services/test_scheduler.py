@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -96,3 +97,39 @@ def test_auto_full_compile_collects_a_stale_shared_resource(
     assert len(scheduler.tick(clock[0])) == 1
     engine.processing.drain()
     assert engine.store.content(env_id, engine.store.latest_version(env_id) or 0).shared == []
+
+
+def test_in_real_time_a_minutely_cron_collects_a_stale_shared_resource_within_two_minutes(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    """The must-show of the issue as it runs: no fake clock, the engine's own service loop and
+    scheduler, ``auto_full_compile = "* * * * *"``. The next minute boundary is at most 60 s
+    away (the scheduler's first sight of the cron owes nothing), so two minutes is the bound."""
+    engine = engine_factory(NETWORKS, embedded_worker=True, auto_full_compile="* * * * *")
+    env_id = engine.context(None).env_id
+    created = engine.facades.inventory.create_instance(
+        RequestContext.local(), "network", {"name": "n1", "hosts": 1}
+    )
+
+    def shared() -> list[object] | None:
+        version = engine.store.latest_version(env_id)
+        return None if version is None else list(engine.store.content(env_id, version).shared)
+
+    def settled(predicate: Callable[[], bool], within: float) -> bool:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.5)
+        return predicate()
+
+    assert settled(lambda: bool(shared()), 60), "the network's shared resource was never exported"
+    row = engine.facades.inventory.get_instance(RequestContext.local(), "network", created.id)
+    gone = ForceState("network", row.id, row.version, "terminated", message="test: the network is gone")
+    ticks_before = {r.id for r in fulls(engine.db) if r.actor == "scheduler"}
+    engine.orchestrator.execute(engine.context(None), gone)
+    started = time.monotonic()
+    assert settled(lambda: shared() == [], 120), "no full compile collected the stale shared resource"
+    assert time.monotonic() - started <= 120
+    ticks_after = {r.id for r in fulls(engine.db) if r.actor == "scheduler"}
+    assert ticks_after - ticks_before, "the resource went away without a scheduled full compile"
