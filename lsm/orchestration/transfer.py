@@ -225,13 +225,7 @@ class Orchestrator:
         try:
             with transaction.session.begin_nested():
                 while follow:
-                    executed = [False] * len(rows)
-                    transaction.prefetch(command.instance_id for _, command in follow)
-                    for i, command in follow:
-                        transaction.origin = origins[i]
-                        outcome = transaction.run(command)
-                        if outcome.executed:
-                            rows[i], executed[i] = outcome.instance, True
+                    executed = _round(transaction, follow, rows, origins)
                     follow = self._follow(ctx, rows, executed)
         except LsmError:
             log.warning("an automatic transfer was refused; firing them after the commit", exc_info=True)
@@ -261,16 +255,10 @@ class Orchestrator:
             follow = self._follow(ctx, rows, executed)
             if not follow:
                 return queued
-            executed = [False] * len(rows)
             with self.db.write() as session:
                 transaction = _Transaction(session, ctx, SYSTEM)
                 transaction.deferred = True
-                transaction.prefetch(command.instance_id for _, command in follow)
-                for i, command in follow:
-                    transaction.origin = origins[i]
-                    outcome = transaction.run(command)
-                    if outcome.executed:
-                        rows[i], executed[i] = outcome.instance, True
+                executed = _round(transaction, follow, rows, origins)
                 transaction.write_pending()
                 queued |= bool(transaction.compiles)
 
@@ -333,6 +321,21 @@ class Orchestrator:
         if transfer is None or transfer.validate or not auto_enabled(binding, row, transfer.config_name):
             return None
         return Auto(instance_id=row.id, expected_version=row.version)
+
+
+def _round(
+    transaction: _Transaction, follow: list[tuple[int, Auto]], rows: list[InstanceRow], origins: list[Origin]
+) -> list[bool]:
+    """One round of auto transfers in ``transaction`` (locked together first), each with its
+    row's origin; ``rows`` are updated in place; which rows took a step."""
+    executed = [False] * len(rows)
+    transaction.prefetch(command.instance_id for _, command in follow)
+    for i, command in follow:
+        transaction.origin = origins[i]
+        outcome = transaction.run(command)
+        if outcome.executed:
+            rows[i], executed[i] = outcome.instance, True
+    return executed
 
 
 def _instance_ids(commands: list[Command]) -> list[str]:
