@@ -129,11 +129,14 @@ def compile_and_drain(
     periodic desired-state retention). The report's timings are the runner's own, in seconds,
     plus two derived ones: ``request`` (building the export request from the refined resources,
     which the runner's stages leave out) and ``overhead`` (the wall time outside the runner).
-    ``cpu_s`` is this process's CPU time over the same span: on a busy machine it moves far less
-    than the wall time (on SQLite it includes the database's work; on PostgreSQL it does not).
+    ``result_s`` runs from the request to the compile's ``finished_at`` (its result written, in
+    the transaction that commits it): the latency of the change itself, without the drain's
+    last look for more work. ``cpu_s`` is this process's CPU time over the same span: on a busy
+    machine it moves far less than the wall time (on SQLite it includes the database's work; on
+    PostgreSQL it does not).
     ``profiler`` (cProfile) is enabled over exactly that span; its times are then inflated.
     """
-    started, cpu_started = time.perf_counter(), time.process_time()
+    started, cpu_started, epoch = time.perf_counter(), time.process_time(), time.time()
     if profiler is not None:
         profiler.enable()
     try:
@@ -164,6 +167,7 @@ def compile_and_drain(
     )
     return {
         "wall_s": wall,
+        "result_s": None if done.finished_at is None else done.finished_at.timestamp() - epoch,
         "cpu_s": cpu,
         "compile_id": done.id,
         "ran_as": report.get("ran_as"),

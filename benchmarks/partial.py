@@ -4,8 +4,9 @@ Why this shape: the promise of partial compiles is that an update costs what it 
 what the environment holds. So the base (every network, one full compile) is stored first,
 and then, ``repeat`` times, one random network changes its active ``hosts`` (standing in for
 the lifecycle's promote, see ``benchmarks.harness``) and a partial compile of that one id is
-requested and drained. Each sample records the end-to-end wall time (request to drained) and
-the compile report's stages; the summary gives median and p95 per stage. Comparing the
+requested and drained. Each sample records the end-to-end wall time (request to drained), the
+time to the compile's result (request to its ``finished_at``: the drain's last look for more
+work left out) and the compile report's stages; the summary gives median and p95 per stage. Comparing the
 medians across sizes is the flatness check (``benchmarks.report``).
 """
 
@@ -101,6 +102,7 @@ def _summary(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Median/p95/min/max/mean of the wall time, the update and each report stage, in seconds."""
     out = {
         "wall_s": summarize(s["wall_s"] for s in samples),
+        "result_s": summarize(s["result_s"] for s in samples if s["result_s"] is not None),
         "cpu_s": summarize(s["cpu_s"] for s in samples),
         "gc_s": summarize(s["gc_s"] for s in samples),
         "update_s": summarize(s["update_s"] for s in samples),
