@@ -27,7 +27,6 @@ import asyncio
 import os
 import random
 import re
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,19 +35,18 @@ from typing import Any
 import httpx
 
 from benchmarks import completion, load
-from benchmarks.backend import backend_name, fresh_database_url
+from benchmarks.backend import backend_name
 from benchmarks.e2e import (
-    HEALTH_TIMEOUT_S,
     E2eOptions,
     _cpu_seconds,
     _errors,
     _peak_rss_mb,
     _quantiles,
-    _seed,
+    served_run,
 )
 from benchmarks.e2e_seed import MODEL, PORTS_PER_ROUTER
 from benchmarks.harness import BenchmarkError
-from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
+from benchmarks.processes import Processes, Started, lsm_command
 
 #: log reads in flight while checking that no validation ran twice (after the measurement)
 LOG_READS = 8
@@ -63,41 +61,11 @@ def run_drain(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[st
     if backend_name(options.database_url) == "sqlite" and options.workers > 1:
         raise BenchmarkError("SQLite allows one `lsm worker`: --drain --workers 1")
     out = {} if out is None else out
-    if options.workdir is not None:
-        options.workdir.mkdir(parents=True, exist_ok=True)
-    out |= {
-        "mode": "drain",
-        "load_average_at_start": os.getloadavg()[0],
-        "backend": backend_name(options.database_url),
-        "routers": options.routers,
-        "ports": options.routers * PORTS_PER_ROUTER,
-        "updates": options.updates,
-        "concurrency": options.in_flight,
-        "workers": options.workers,
-        "server_worker": False,
-    }
-    with (
-        tempfile.TemporaryDirectory(prefix="lsm-bench-drain-run-", dir=options.workdir) as tmp,
-        fresh_database_url(options.database_url, options.workdir, "drain") as url,
-    ):
-        run_dir = Path(tmp)
-        out["seed"] = _seed(url, options.routers, run_dir)
-        with Processes(run_dir, cwd=run_dir) as processes:
-            port = free_port()
-            base_url = f"http://{HOST}:{port}"
-            argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url, "--no-agent"]
-            server = processes.start("server", [*argv, "--no-worker", "--host", HOST, "--port", str(port)])
-            out["server_start_s"] = processes.wait_healthy(server, base_url, HEALTH_TIMEOUT_S)
-            try:
-                asyncio.run(_drive(base_url, url, options, processes, out))
-                out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in processes.started}
-                out["cpu_s"] = {s.name: _cpu_seconds(s) for s in processes.started}
-            except BaseException:
-                out["logs"] = {s.name: s.tail(40) for s in processes.started}
-                raise
-            finally:
-                out["exit_codes"] = processes.stop_all()
-                out["log_warnings"] = {s.name: s.warnings() for s in processes.started}
+    out["mode"] = "drain"
+    with served_run(options, out, "drain", server_worker=False) as (processes, base_url, url):
+        asyncio.run(_drive(base_url, url, options, processes, out))
+        out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in processes.started}
+        out["cpu_s"] = {s.name: _cpu_seconds(s) for s in processes.started}
     return out
 
 

@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,25 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
     if not options.server_worker and options.workers < 1:
         raise BenchmarkError("--no-server-worker needs --workers 1 or more: someone must compile")
     out = {} if out is None else out
+    with served_run(options, out, "e2e", server_worker=options.server_worker) as (processes, base_url, url):
+        for i in range(options.workers):
+            processes.start(
+                f"worker-{i}", [*lsm_command(), "worker", "--model", str(MODEL), "--database", url]
+            )
+        out.update(asyncio.run(_drive(base_url, options, processes)))
+        out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in processes.started}
+        out["cpu_s"] = {s.name: _cpu_seconds(s) for s in processes.started}
+    return out
+
+
+@contextmanager
+def served_run(
+    options: E2eOptions, out: dict[str, Any], scenario: str, *, server_worker: bool
+) -> Iterator[tuple[Processes, str, str]]:
+    """What every e2e mode shares: a fresh database seeded with the inventory (before any server
+    runs) and an ``lsm server`` on it; yields its processes, the server's base URL and the
+    database URL. ``out`` gets the run's header and seed first, and on the way out every
+    process's exit code and log warnings (their log tails when the run failed)."""
     if options.workdir is not None:
         options.workdir.mkdir(parents=True, exist_ok=True)
     out |= {
@@ -88,11 +109,11 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
         "updates": options.updates,
         "concurrency": options.in_flight,
         "workers": options.workers,
-        "server_worker": options.server_worker,
+        "server_worker": server_worker,
     }
     with (
-        tempfile.TemporaryDirectory(prefix="lsm-bench-e2e-run-", dir=options.workdir) as tmp,
-        fresh_database_url(options.database_url, options.workdir, "e2e") as url,
+        tempfile.TemporaryDirectory(prefix=f"lsm-bench-{scenario}-run-", dir=options.workdir) as tmp,
+        fresh_database_url(options.database_url, options.workdir, scenario) as url,
     ):
         run_dir = Path(tmp)
         out["seed"] = _seed(url, options.routers, run_dir)
@@ -101,27 +122,18 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
             base_url = f"http://{HOST}:{port}"
             # compiles only: the example's resources have no handlers here, so no deploy agent
             argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url, "--no-agent"]
-            if not options.server_worker:
+            if not server_worker:
                 argv.append("--no-worker")
             server = processes.start("server", [*argv, "--host", HOST, "--port", str(port)])
             out["server_start_s"] = processes.wait_healthy(server, base_url, HEALTH_TIMEOUT_S)
-            workers = [
-                processes.start(
-                    f"worker-{i}", [*lsm_command(), "worker", "--model", str(MODEL), "--database", url]
-                )
-                for i in range(options.workers)
-            ]
             try:
-                out.update(asyncio.run(_drive(base_url, options, processes)))
-                out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in [server, *workers]}
-                out["cpu_s"] = {s.name: _cpu_seconds(s) for s in [server, *workers]}
+                yield processes, base_url, url
             except BaseException:
                 out["logs"] = {s.name: s.tail(40) for s in processes.started}
                 raise
             finally:
                 out["exit_codes"] = processes.stop_all()
                 out["log_warnings"] = {s.name: s.warnings() for s in processes.started}
-    return out
 
 
 def _seed(url: str, routers: int, run_dir: Path) -> dict[str, Any]:
