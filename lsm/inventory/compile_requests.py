@@ -82,6 +82,16 @@ def compile_values(order: CompileOrder) -> dict[str, Any]:
     )
 
 
+def insert_requests(session: Session, values: list[dict[str, Any]]) -> None:
+    """Insert compile requests given as values (``compile_values``), one ``executemany``; the
+    caller has sent ``notify_work`` for their environments."""
+    if values:
+        session.connection().execute(_COMPILES.insert(), values)
+
+
+_COMPILES = CompileRow.metadata.tables["lsm_compile"]
+
+
 def enqueue(session: Session, order: CompileOrder) -> CompileRow:
     """Add the request to ``session`` (committed with the caller's transaction); returns its row."""
     row = CompileRow(**compile_values(order))

@@ -54,6 +54,10 @@ def parse_ref(ref: str) -> tuple[str | None, str | None]:
     return str(uuid.UUID(ref)), None
 
 
+_REFS = InstanceRefRow.metadata.tables["lsm_instance_ref"]
+_EVENTS = EventRow.metadata.tables["lsm_event"]
+
+
 def _instance_query(*, by_identity: bool, for_update: bool) -> Any:
     """One of the four instance lookups, built once with bound parameters.
 
@@ -232,18 +236,12 @@ def count_by_state(session: Session, env_id: str, entity: str) -> dict[str, int]
     return {state: int(n) for state, n in session.exec(query).all()}
 
 
-def references_many(session: Session, env_id: str, ids: Iterable[str]) -> dict[str, set[tuple[str, str]]]:
-    """The relation index of many instances, ``{source id: {(attribute, target_id)}}`` (every
-    id present, empty when it refers to nothing), in chunked ``IN`` queries."""
-    out: dict[str, set[tuple[str, str]]] = {i: set() for i in ids}
-    refs = InstanceRefRow.metadata.tables["lsm_instance_ref"]
-    for chunk in chunked(list(out), 500):
-        query = sa_select(refs.c.source_id, refs.c.attribute, refs.c.target_id).where(
-            refs.c.env_id == env_id, refs.c.source_id.in_(chunk)
-        )
-        for source_id, attribute, target_id in session.connection().execute(query):
-            out[source_id].add((attribute, target_id))
-    return out
+def _references_of(session: Session, env_id: str, instance_id: str) -> set[tuple[str, str]]:
+    """What the relation index holds for one instance: ``{(attribute, target_id)}``."""
+    query = sa_select(_REFS.c.attribute, _REFS.c.target_id).where(
+        _REFS.c.env_id == env_id, _REFS.c.source_id == instance_id
+    )
+    return {(attribute, target) for attribute, target in session.connection().execute(query)}
 
 
 def replace_references(
@@ -256,11 +254,11 @@ def replace_references(
 ) -> None:
     """Make the relation index of one instance equal ``{(attribute, target_id)}``.
 
-    ``current``: what the index holds now, when the caller knows it (``references_many``, or
-    empty for a new instance): saves the read.
+    ``current``: what the index holds now, when the caller knows it (empty for a new instance):
+    saves the read.
     """
     if current is None:
-        current = references_many(session, env_id, [instance_id])[instance_id]
+        current = _references_of(session, env_id, instance_id)
     if current == refs:
         return
     stale = current - refs
@@ -296,10 +294,10 @@ def event_values(row: InstanceRow, **fields: Any) -> dict[str, Any]:
     return row_values(EventRow, env_id=row.env_id, instance_id=row.id, version=row.version, **fields)
 
 
-def add_event(session: Session, row: InstanceRow, **fields: Any) -> EventRow:
-    event = EventRow(env_id=row.env_id, instance_id=row.id, version=row.version, **fields)
-    session.add(event)
-    return event
+def insert_events(session: Session, values: list[dict[str, Any]]) -> None:
+    """Insert event lines given as values (``event_values``), one ``executemany``."""
+    if values:
+        session.connection().execute(_EVENTS.insert(), values)
 
 
 def list_events(session: Session, instance_id: str) -> list[EventRow]:

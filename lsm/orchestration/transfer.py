@@ -44,10 +44,16 @@ from lsm.errors import (
     VersionConflict,
 )
 from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import CompileOrder, ValidationParams, compile_values, notify_work
+from lsm.inventory.compile_requests import (
+    CompileOrder,
+    ValidationParams,
+    compile_values,
+    insert_requests,
+    notify_work,
+)
 from lsm.inventory.database import Database
 from lsm.inventory.discovery_store import claim_adoption
-from lsm.inventory.tables import CompileRow, EventRow, InstanceRow, utcnow
+from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
@@ -69,9 +75,6 @@ from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
-
-_EVENTS = EventRow.metadata.tables["lsm_event"]
-_COMPILES = CompileRow.metadata.tables["lsm_compile"]
 
 
 @dataclass
@@ -127,10 +130,9 @@ class Orchestrator:
         the command is committed alone and the steps are fired after it, each in its own
         transaction, as they always were. ``origin`` says who asked (``None``: the engine
         itself, ``system``); the follow-up auto transfers are recorded as ``system`` with the
-        same request id. ``grouped``: the
-        transaction may be shared with concurrent callers' commands, each under its own
-        savepoint (``lsm.orchestration.group``), when group commit is enabled; the answer
-        is the same as alone, given once the shared transaction committed.
+        same request id. ``grouped``: the transaction may be shared with concurrent callers'
+        commands, each under its own savepoint (``lsm.orchestration.group``), when group commit
+        is enabled; the answer is the same as alone, given once the shared transaction committed.
         """
         group = self.group if grouped else None
         outcome, chained = self._execute_once(ctx, command, origin or SYSTEM, group)
@@ -372,9 +374,8 @@ class _Transaction:
         self.pending_events: list[dict[str, Any]] = []
         self.pending_compiles: list[dict[str, Any]] = []
         self.deferred = False
-        #: instances locked ahead by ``prefetch``; relation indexes this transaction wrote
+        #: instances locked ahead by ``prefetch``
         self.locked: dict[str, InstanceRow] = {}
-        self.references: dict[str, set[tuple[str, str]]] = {}
 
     def prefetch(self, instance_ids: Iterable[str]) -> None:
         """Lock many instances in a few statements, ahead of commands that address them by id
@@ -393,13 +394,6 @@ class _Transaction:
             self.locked[instance_id] = row
         return row
 
-    def replace_references(self, row: InstanceRow, refs: set[tuple[str, str]]) -> None:
-        """Write the instance's relation index (skipping the read when this transaction knows it)."""
-        repo.replace_references(
-            self.session, self.ctx.env_id, row.id, refs, current=self.references.get(row.id)
-        )
-        self.references[row.id] = set(refs)
-
     def run(self, command: Command) -> Outcome:
         outcome = self.dispatch(command)
         outcome.origin = self.origin
@@ -412,24 +406,18 @@ class _Transaction:
         return len(self.pending_events), len(self.pending_compiles), len(self.compiles)
 
     def undo_to(self, mark: tuple[int, int, int]) -> None:
-        """Forget what was queued since ``mark`` (a rolled-back savepoint's rows and requests);
-        relation indexes written since are read again when needed."""
+        """Forget what was queued since ``mark`` (a rolled-back savepoint's rows and requests)."""
         events, compiles, ids = mark
         del self.pending_events[events:]
         del self.pending_compiles[compiles:]
         del self.compiles[ids:]
-        self.references.clear()
 
     def write_pending(self) -> None:
         """Insert the event lines and compile requests of the commands run so far: as values,
         one ``executemany`` per table (``lsm.inventory.row_values`` says why not ORM objects)."""
-        connection = self.session.connection()
-        if self.pending_compiles:
-            connection.execute(_COMPILES.insert(), self.pending_compiles)
-            self.pending_compiles = []
-        if self.pending_events:
-            connection.execute(_EVENTS.insert(), self.pending_events)
-            self.pending_events = []
+        insert_requests(self.session, self.pending_compiles)
+        repo.insert_events(self.session, self.pending_events)
+        self.pending_compiles, self.pending_events = [], []
 
     def add_event(self, row: InstanceRow, **fields: Any) -> None:
         """An event line of ``row``, with who asked (inserted by ``write_pending``)."""
@@ -501,8 +489,10 @@ class _Transaction:
         if lifecycle.state(state).export_resources:
             row.desired_state_version = 1
             self.request_export(row, f"created in exporting state {state}")
-        self.references[row.id] = set()  # a new id: nothing refers from it yet
-        self.replace_references(row, references_of(binding, row))
+        # a new id: nothing refers from it yet, so the index is not read
+        repo.replace_references(
+            self.session, self.ctx.env_id, row.id, references_of(binding, row), current=set()
+        )
         trigger, message = ("create", "created")
         if command.adopts is not None:
             trigger, message = ("adopt", f"adopted discovered resource {command.adopts}")
@@ -690,7 +680,7 @@ class _Transaction:
         self.session.add(row)
         refs = references_of(binding, row)
         if refs != refs_before:
-            self.replace_references(row, refs)
+            repo.replace_references(self.session, self.ctx.env_id, row.id, refs)
         self.add_event(
             row,
             source=source,
