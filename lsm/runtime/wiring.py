@@ -137,26 +137,25 @@ class WorkerProcessing:
 
 
 def build_compile_processing(
-    db: Database,
+    core: Core,
     environments: Environments,
-    orchestrator: Orchestrator,
-    store: DesiredStateStore,
     config: ServerConfig,
     *,
-    on_finished: Callable[[str], None] = lambda _env_id: None,
     agent: AgentService | None = None,
-    webhooks: Webhooks | None = None,
     sqlite_watch: bool = False,
 ) -> WorkerProcessing:
-    """The compile queue, its locks, the runner, the scheduler and the service loop: the one place
-    they are built.
+    """The compile queue, its locks, the runner, the scheduler, the webhooks and the service
+    loop over ``core``: the one place they are built (for the API process and ``lsm worker``).
 
-    ``on_finished(env_id)`` is called after each compile batch finished (the waiters and the
-    event stream of this process hear of it at once instead of at their next poll). ``agent``:
-    a deploy agent run by the same loop (woken when a compile finished); ``webhooks``: the
-    webhook dispatcher and sender, two more sources of the same loop; ``sqlite_watch``: a
-    process without the API wakes when another process commits (``lsm.services.wakeup``).
+    After each compile batch, ``core.changes`` is told (the waiters and the event stream of this
+    process hear of it at once instead of at their next poll). ``agent``: a deploy agent run by
+    the same loop (woken when a compile finished); webhooks (when configured) are two more
+    sources of the same loop; ``sqlite_watch``: a process without the API wakes when another
+    process commits (``lsm.services.wakeup``).
     """
+    db, orchestrator, store = core.db, core.orchestrator, core.store
+    on_finished = core.changes.notify
+    webhooks = build_webhooks(core, config)
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
     owner, _ = process_identity(config.role)
@@ -410,12 +409,12 @@ class ApiRuntime(_Runtime):
         owns_db: bool,
     ) -> None:
         super().__init__(config, core, environments, processing, owns_db=owns_db)
-        hooks = processing.webhooks
         self.facades = Facades.over(
             core,
             wake_agents=processing.wake,
             state_dir=state_dir_of(config),
-            wake_webhooks=(lambda: _wake_webhooks(hooks, processing)) if hooks is not None else lambda: None,
+            # a ping queues its delivery itself: only the sender needs waking
+            wake_webhooks=processing.wake,
         )
         self.app: FastAPI = create_app(
             self.facades,
@@ -427,11 +426,6 @@ class ApiRuntime(_Runtime):
     def start(self) -> None:
         """Ready to serve; the embedded compile processing runs when ``config.embedded_worker``."""
         self._start(processing=self.config.embedded_worker)
-
-
-def _wake_webhooks(hooks: Webhooks, processing: WorkerProcessing) -> None:
-    hooks.dispatcher.wake()
-    processing.wake()
 
 
 class WorkerRuntime(_Runtime):
@@ -450,16 +444,7 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
         if config.embedded_agent
         else None
     )
-    processing = build_compile_processing(
-        core.db,
-        environments,
-        core.orchestrator,
-        core.store,
-        config,
-        on_finished=core.changes.notify,
-        agent=agent,
-        webhooks=build_webhooks(core, config),
-    )
+    processing = build_compile_processing(core, environments, config, agent=agent)
     core = dataclasses.replace(core, explain=processing.runner.explain)
     # the API's concurrent writes share transactions (``lsm.orchestration.group``)
     if config.group_commit or (config.group_commit is None and core.db.is_sqlite):
@@ -470,16 +455,7 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
 def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerRuntime:
     """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback poll)."""
     core, environments = build_core(config, db)
-    processing = build_compile_processing(
-        core.db,
-        environments,
-        core.orchestrator,
-        core.store,
-        config,
-        on_finished=core.changes.notify,
-        webhooks=build_webhooks(core, config),
-        sqlite_watch=True,
-    )
+    processing = build_compile_processing(core, environments, config, sqlite_watch=True)
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
 
 
