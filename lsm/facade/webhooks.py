@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from lsm.errors import NotFound
@@ -21,14 +20,11 @@ from lsm.facade.events import EventsFacade
 from lsm.inventory import audit
 from lsm.inventory import webhooks as store
 from lsm.inventory.batches import utc
+from lsm.inventory.tables import utcnow
 from lsm.schemas.webhooks import AttemptOut, CreateWebhook, DeliveryOut, WebhookCreated, WebhookOut
 
 #: the event kind of ``POST /api/v1/webhooks/{id}/test``
 PING = "ping"
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def webhook_out(row: dict[str, Any]) -> WebhookOut:
@@ -99,7 +95,7 @@ class WebhooksFacade:
                 secret=secret,
                 cursor=cursor,
                 created_by=ctx.actor,
-                now=utc_now(),
+                now=utcnow(),
             )
             audit.record(
                 session,
@@ -129,7 +125,7 @@ class WebhooksFacade:
         with self.core.db.write() as session:
             conn = session.connection()
             row = self._found(conn, env_id, hook_id)
-            store.deactivate(conn, env_id, hook_id, utc_now())
+            store.deactivate(conn, env_id, hook_id, utcnow())
             audit.record(
                 session,
                 actor=ctx.actor,
@@ -144,25 +140,15 @@ class WebhooksFacade:
     def ping(self, ctx: RequestContext, hook_id: str) -> DeliveryOut:
         """Queue a ``ping`` delivery (to check the receiver and its signature check)."""
         env_id = self._env(ctx)
-        now = utc_now()
-        delivery_id = store.new_id()
-        payload = {
-            "delivery": delivery_id,
-            "environment": env_id,
-            "event": PING,
-            "data": {"webhook": hook_id, "actor": ctx.actor},
-            "created_at": now.isoformat(),
-        }
-        new = store.NewDelivery(
-            kind=PING, key=f"{PING}:{delivery_id}", payload=payload, delivery_id=delivery_id
-        )
+        now = utcnow()
+        new = store.new_delivery(env_id, PING, None, {"webhook": hook_id, "actor": ctx.actor}, now)
         with self.core.db.write() as session:
             conn = session.connection()
             self._found(conn, env_id, hook_id)
             store.insert_deliveries(conn, hook_id, [new], env_id=env_id, now=now)
-            row = store.deliveries(conn, hook_id, limit=1, offset=0)
+            row = store.delivery(conn, new.delivery_id)  # by id: the dispatcher may add newer ones
         self.wake()
-        return delivery_out(next(r for r in row if r["id"] == delivery_id), [])
+        return delivery_out(row, [])
 
     def deliveries(self, ctx: RequestContext, hook_id: str, *, limit: int, offset: int) -> list[DeliveryOut]:
         """The webhook's deliveries, newest first, each with its attempts."""

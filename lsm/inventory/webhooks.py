@@ -16,24 +16,20 @@ Why these operations (``lsm.inventory.webhook_tables`` has the table shapes):
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from lsm.inventory.batches import chunks, utc
+from lsm.inventory.tables import new_id
 from lsm.inventory.webhook_tables import lsm_webhook, lsm_webhook_attempt, lsm_webhook_delivery
 
 hook_t = lsm_webhook
 delivery_t = lsm_webhook_delivery
 attempt_t = lsm_webhook_attempt
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 # -- webhooks -------------------------------------------------------------------------------------
@@ -116,6 +112,21 @@ class NewDelivery:
     key: str
     payload: dict[str, Any]
     delivery_id: str
+
+
+def new_delivery(env_id: str, kind: str, key: str | None, data: dict[str, Any], now: datetime) -> NewDelivery:
+    """A delivery of one event (``key`` names the event for good; ``None``: the delivery alone,
+    as for a ping), its signed body built once: feed items and pings share the envelope."""
+    delivery_id = new_id()
+    key = key if key is not None else f"{kind}:{delivery_id}"
+    payload = {
+        "delivery": delivery_id,
+        "environment": env_id,
+        "event": kind,
+        "data": data,
+        "created_at": now.isoformat(),
+    }
+    return NewDelivery(kind=kind, key=key, payload=payload, delivery_id=delivery_id)
 
 
 def enqueue(
@@ -318,6 +329,12 @@ def deliveries(conn: Connection, hook_id: str, *, limit: int, offset: int) -> li
     return [dict(r) for r in conn.execute(query).mappings()]
 
 
+def delivery(conn: Connection, delivery_id: str) -> dict[str, Any]:
+    """One delivery by id (it must exist: the caller just queued it)."""
+    row = conn.execute(select(delivery_t).where(delivery_t.c.id == delivery_id)).mappings().one()
+    return dict(row)
+
+
 def attempts_of(conn: Connection, delivery_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """The attempts of each delivery, oldest first."""
     found: dict[str, list[dict[str, Any]]] = {i: [] for i in delivery_ids}
@@ -330,14 +347,6 @@ def attempts_of(conn: Connection, delivery_ids: Sequence[str]) -> dict[str, list
         for row in conn.execute(query).mappings():
             found[row["delivery_id"]].append(dict(row))
     return found
-
-
-def count_by_status(conn: Connection, env_id: str | None = None) -> dict[str, int]:
-    """Deliveries per status (of one environment, or all): what metrics count failures from."""
-    query = select(delivery_t.c.status, func.count()).group_by(delivery_t.c.status)
-    if env_id is not None:
-        query = query.where(and_(delivery_t.c.env_id == env_id))
-    return {status: int(n) for status, n in conn.execute(query).all()}
 
 
 def claim_candidate(conn: Connection, *, now: datetime) -> str | None:

@@ -14,8 +14,6 @@ from pydantic import BaseModel
 INSTANCE_STATE = "instance_state"
 COMPILE_FINISHED = "compile_finished"
 DEPLOY_OUTCOME = "deploy_outcome"
-#: every kind the stream (and a webhook) carries
-EVENT_KINDS = (INSTANCE_STATE, COMPILE_FINISHED, DEPLOY_OUTCOME)
 
 
 class InstanceStateEvent(BaseModel):

@@ -21,12 +21,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
+from lsm.inventory.tables import utcnow
 from lsm.schemas.events import COMPILE_FINISHED, DEPLOY_OUTCOME, INSTANCE_STATE
 from lsm.schemas.webhooks import DeliveryPolicy, matches
 
@@ -34,10 +35,6 @@ log = logging.getLogger(__name__)
 
 #: feed items one webhook reads per round (a full read asks for another round at once)
 BATCH = 200
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class _Round:
@@ -116,7 +113,7 @@ class WebhookDispatcher:
         cursor = Cursor.decode(hook["env_id"], hook["cursor"])
         items = self.events.read(cursor, limit=BATCH)
         settle = 0.0 if self.db.is_sqlite else self.policy.settle
-        cutoff = (utc_now() - timedelta(seconds=settle)).replace(tzinfo=None)
+        cutoff = (utcnow() - timedelta(seconds=settle)).replace(tzinfo=None)
         taken: list[FeedItem] = []
         for item in items:  # a prefix: each kind's cursor stays consistent
             if item.at is not None and item.at > cutoff:
@@ -126,7 +123,7 @@ class WebhookDispatcher:
             return 0
         if len(taken) >= BATCH:
             self.wake()  # a full batch, all settled: more is waiting
-        now = utc_now()
+        now = utcnow()
         wanted = [item for item in taken if matches(hook["events"], item.kind, _status(item))]
         deliveries = [_delivery(hook["env_id"], item, now) for item in wanted]
         with self.db.write() as session:
@@ -158,12 +155,4 @@ def event_key(item: FeedItem) -> str:
 
 
 def _delivery(env_id: str, item: FeedItem, now: datetime) -> store.NewDelivery:
-    delivery_id = store.new_id()
-    payload = {
-        "delivery": delivery_id,
-        "environment": env_id,
-        "event": item.kind,
-        "data": item.data.model_dump(mode="json"),
-        "created_at": now.isoformat(),
-    }
-    return store.NewDelivery(kind=item.kind, key=event_key(item), payload=payload, delivery_id=delivery_id)
+    return store.new_delivery(env_id, item.kind, event_key(item), item.data.model_dump(mode="json"), now)

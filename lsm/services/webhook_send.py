@@ -20,13 +20,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
+from lsm.inventory.tables import utcnow
 from lsm.schemas.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -40,10 +41,6 @@ log = logging.getLogger(__name__)
 
 #: the most characters of an error (or of a refusing receiver's answer) kept per attempt
 ERROR_CHARS = 500
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def body_of(payload: dict[str, Any]) -> bytes:
@@ -84,7 +81,7 @@ class WebhookSender:
         policy: DeliveryPolicy,
         owner: str,
         *,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Callable[[], datetime] = utcnow,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.db = db
