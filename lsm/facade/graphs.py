@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lsm.desired_state.merge import SHARED
 from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceSet, UnknownVersion
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
@@ -117,11 +118,9 @@ class GraphsFacade:
                 limit=self.limit,
                 nodes=total,
             )
-        with self.core.db.read() as session:
-            ids = [rid for group in content.sets.values() for rid in group] + content.shared
-            status = {
-                rid: row["status"] for rid, row in deploy_queries.states_of(session, env_id, ids).items()
-            }
+        status = self._statuses(
+            env_id, [rid for group in content.sets.values() for rid in group] + content.shared
+        )
         graph = resource_sets_graph(
             content.sets, content.shared, title=f"resource sets of version {number}", status=status
         )
@@ -132,8 +131,8 @@ class GraphsFacade:
         env_id = self._env(ctx).env_id
         number = self._version(env_id, version)
         content = self.core.store.content(env_id, number)
-        if set_name == "shared":
-            wanted = [record for name, record in self.core.store.resources(env_id, number) if name is None]
+        if set_name == "shared":  # through the set index too, not the whole version
+            wanted = [record for _, record in self.core.store.resources(env_id, number, SHARED)]
         elif set_name in content.sets:
             wanted = [record for _, record in self.core.store.resources(env_id, number, set_name)]
         else:
@@ -150,11 +149,7 @@ class GraphsFacade:
                 limit=self.limit,
                 nodes=len(wanted),
             )
-        with self.core.db.read() as session:
-            ids = {r.id for r in wanted} | {req for r in wanted for req in r.requires}
-            status = {
-                rid: row["status"] for rid, row in deploy_queries.states_of(session, env_id, ids).items()
-            }
+        status = self._statuses(env_id, {r.id for r in wanted} | {req for r in wanted for req in r.requires})
         graph = requires_graph(
             wanted,
             title=f"requires of set {set_name} in version {number}",

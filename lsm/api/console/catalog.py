@@ -15,7 +15,7 @@ from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
 from lsm.api.deps import get_facades
-from lsm.graph.builders import TRIGGER_COLOURS
+from lsm.graph.builders import LABEL_COLOURS, TRIGGER_COLOURS
 from lsm.schemas.auth import Role
 
 router = APIRouter(
@@ -41,4 +41,11 @@ async def entity(request: Request, entity: str) -> Response:
     facades, ctx = get_facades(request), context_of(request)
     found = await run_in_threadpool(facades.catalog.get_entity, ctx, entity)
     svg = await run_in_threadpool(lifecycle_svg, facades, ctx, found.lifecycle.name)
-    return page(request, "entity.html", entity=found, lifecycle_svg=svg, trigger_colours=TRIGGER_COLOURS)
+    return page(
+        request,
+        "entity.html",
+        entity=found,
+        lifecycle_svg=svg,
+        trigger_colours=TRIGGER_COLOURS,
+        label_colours=LABEL_COLOURS,
+    )

@@ -9,10 +9,13 @@ node limit) is answered by ``None``: the page lists what it would have shown any
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from markupsafe import Markup
 
 from lsm.errors import InvalidInput
 from lsm.facade import Facades, RequestContext
+from lsm.graph import Graph
 from lsm.graph.render import to_svg
 
 
@@ -23,23 +26,22 @@ def lifecycle_svg(facades: Facades, ctx: RequestContext, name: str) -> Markup:
 
 def owner_tree_svg(facades: Facades, ctx: RequestContext, entity: str, instance_id: str) -> Markup | None:
     """The whole owner tree around an instance, or ``None`` when it is too large to draw."""
-    try:
-        return Markup(to_svg(facades.graphs.owners(ctx, entity=entity, instance=instance_id)))
-    except InvalidInput:
-        return None
+    return _drawn(lambda: facades.graphs.owners(ctx, entity=entity, instance=instance_id))
 
 
 def sets_svg(facades: Facades, ctx: RequestContext, version: int) -> Markup | None:
     """A version's resource sets and the resources each holds, or ``None`` when too large."""
-    try:
-        return Markup(to_svg(facades.graphs.sets(ctx, version=version)))
-    except InvalidInput:
-        return None
+    return _drawn(lambda: facades.graphs.sets(ctx, version=version))
 
 
 def requires_svg(facades: Facades, ctx: RequestContext, version: int, set_name: str) -> Markup | None:
     """One set's resources and their ``requires`` edges, or ``None`` when too large."""
+    return _drawn(lambda: facades.graphs.requires(ctx, set_name, version=version))
+
+
+def _drawn(graph: Callable[[], Graph]) -> Markup | None:
+    """The graph as embedded SVG; ``None`` when the facade refuses it as too large (a 422)."""
     try:
-        return Markup(to_svg(facades.graphs.requires(ctx, set_name, version=version)))
+        return Markup(to_svg(graph()))
     except InvalidInput:
         return None
