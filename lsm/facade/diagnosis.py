@@ -31,6 +31,7 @@ from sqlmodel import Session
 
 from lsm.deploy.agent import lease_name
 from lsm.inventory import deploy_queries, diagnosis_queries
+from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
@@ -70,6 +71,8 @@ class Situation:
     events: list[EventRow]
     validation: CompileRow | None
     pending: CompileRow | None
+    #: the instance's deploy state when the caller read it already (``instance_deploy_state``)
+    deploy: DeployState | None = None
 
 
 class Diagnosis:
@@ -136,7 +139,7 @@ class Diagnosis:
 
     # -- 2. resources -------------------------------------------------------------------------------
     def _resources(self) -> list[Cause]:
-        record, rows, planned = deploy_queries.instance_deploy_state(
+        record, rows, planned = self.s.deploy or deploy_queries.instance_deploy_state(
             self.session, self.s.env_id, self.s.instance.id
         )
         if record is None or not planned:

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
 from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
@@ -19,6 +20,7 @@ from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
 from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
+from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
 from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
@@ -225,16 +227,24 @@ class InventoryFacade:
         skipped (one read of their rows, whichever instance they belong to).
         """
         with self.core.db.read() as session:
-            record, states, planned = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
-            if record is None:
-                return [], DeploymentProgress()
-            required = {
-                rid
-                for row in states.values()
-                if row["status"] == ResourceStatus.SKIPPED
-                for rid in row["requires"] or []
-            }
-            blockers = deploy_queries.states_of(session, env.env_id, required) if planned else {}
+            deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
+            return self._resources_from(session, env, deploy)
+
+    def _resources_from(
+        self, session: Session, env: EnvironmentContext, deploy: DeployState
+    ) -> tuple[list[InstanceResourceOut], DeploymentProgress]:
+        """``_resources_of`` from an instance's deploy state already read (``session``: for the
+        rows of what blocks a skipped resource)."""
+        record, states, planned = deploy
+        if record is None:
+            return [], DeploymentProgress()
+        required = {
+            rid
+            for row in states.values()
+            if row["status"] == ResourceStatus.SKIPPED
+            for rid in row["requires"] or []
+        }
+        blockers = deploy_queries.states_of(session, env.env_id, required) if planned else {}
         progress = deploy_queries.progress_of(states, record.resource_ids, planned=planned)
         blocking = (ResourceStatus.FAILED, ResourceStatus.SKIPPED)
         out: list[InstanceResourceOut] = []
@@ -272,11 +282,12 @@ class InventoryFacade:
         """Why the instance is where it is: the causal chain (``lsm.facade.diagnosis``) and its
         summary, then the facts: allowed transfers, last error, compiles, failed resources."""
         env, instance = self._find(ctx, entity, ref)
-        resources, progress = self._resources_of(env, instance)
-        instance = instance.model_copy(update={"deployment_progress": progress})
         binding = env.binding(entity)
-        allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
         with self.core.db.read() as session:
+            deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
+            resources, progress = self._resources_from(session, env, deploy)
+            instance = instance.model_copy(update={"deployment_progress": progress})
+            allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
             validation = repo.last_validation_compile(session, env.env_id, instance.id)
             pending = repo.pending_compile_for(session, env.env_id, instance.id)
             events = repo.list_events(session, instance.id)
@@ -287,6 +298,7 @@ class InventoryFacade:
                 events=events,
                 validation=validation,
                 pending=pending,
+                deploy=deploy,
             )
             chain = Diagnosis(session, situation).chain()
         last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)

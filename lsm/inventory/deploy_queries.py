@@ -24,7 +24,12 @@ from sqlmodel import Session
 
 from lsm.inventory.batches import chunks, utc
 from lsm.inventory.compile_requests import notify_work
-from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_action, lsm_resource_state
+from lsm.inventory.deploy_tables import (
+    lsm_deploy_head,
+    lsm_resource_action,
+    lsm_resource_state,
+    resource_type_of,
+)
 from lsm.inventory.desired_state_tables import ds_resource
 from lsm.inventory.tables import InstanceResourcesRow
 from lsm.schemas.deploy import DeploymentProgress, ResourceActionOut, ResourceOut, ResourceStatus
@@ -42,11 +47,6 @@ RETRY_STATUSES = (
     ResourceStatus.SKIPPED.value,
     ResourceStatus.NOOP_PENDING.value,
 )
-
-
-def _type_of(resource_id: str) -> str:
-    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"`` (``lsm.deploy.materialize`` is above this layer)."""
-    return resource_id.split("[", 1)[0]
 
 
 def _resource_out(row: RowMapping, attributes: dict[str, Any] | None = None) -> ResourceOut:
@@ -140,7 +140,7 @@ def get_resource(session: Session, env_id: str, resource_id: str) -> ResourceOut
     first_version, attributes = desired
     return ResourceOut(
         id=resource_id,
-        type=_type_of(resource_id),
+        type=resource_type_of(resource_id),
         agent=str(attributes.get("agent", "")),
         status=ResourceStatus.PENDING,
         version=first_version,
@@ -241,9 +241,11 @@ def progress_of(
     return progress
 
 
-def instance_deploy_state(
-    session: Session, env_id: str, instance_id: str
-) -> tuple[InstanceResourcesRow | None, dict[str, RowMapping], bool]:
+#: an instance's resource record, its resources' state rows, and whether they are planned
+DeployState = tuple[InstanceResourcesRow | None, dict[str, RowMapping], bool]
+
+
+def instance_deploy_state(session: Session, env_id: str, instance_id: str) -> DeployState:
     """An instance's resource record, the state rows of its resources, and whether the planner
     has planned the desired-state version the record is at (else the rows describe an older one)."""
     record = session.get(InstanceResourcesRow, (env_id, instance_id))
