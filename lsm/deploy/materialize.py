@@ -17,12 +17,8 @@ from pydantic import ValidationError
 from lsm.deploy.handler import Handler, HandlerContext, call
 from lsm.deploy.registry import HandlerRegistry
 from lsm.errors import ConfigurationError
+from lsm.inventory.deploy_tables import resource_type_of
 from lsm.model.meta import DEFAULT_META, Meta, meta_of
-
-
-def resource_type_of(resource_id: str) -> str:
-    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"``."""
-    return resource_id.split("[", 1)[0]
 
 
 class StoredResource:

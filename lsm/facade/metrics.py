@@ -29,11 +29,10 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory.metrics import Snapshot, WebhookCounts, snapshot
 from lsm.schemas.compiles import CompileKind
+from lsm.schemas.deploy import ActionKind
 
 #: the ``Content-Type`` of the text exposition format
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-#: the action kind that is a failed deploy try (``lsm.schemas.deploy.ActionKind.ERROR``)
-FAILED_ACTION = "error"
 
 
 class MetricsFacade:
@@ -149,7 +148,7 @@ class SnapshotCollector(Collector):
         )
         for env_id, agent, rtype, action, count in found.actions:
             actions.add_metric([self.env(env_id), agent, rtype, action], count)
-            if action == FAILED_ACTION:
+            if action == ActionKind.ERROR:  # a failed deploy try
                 failures.add_metric([self.env(env_id), agent, rtype], count)
         yield actions
         yield failures

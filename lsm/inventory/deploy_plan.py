@@ -40,7 +40,12 @@ from sqlalchemy import (
 
 from lsm.inventory.batches import chunks
 from lsm.inventory.database import JsonType
-from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_require, lsm_resource_state
+from lsm.inventory.deploy_tables import (
+    lsm_deploy_head,
+    lsm_resource_require,
+    lsm_resource_state,
+    resource_type_of,
+)
 from lsm.inventory.desired_state_tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
 from lsm.inventory.tables import InstanceResourcesRow
 
@@ -227,7 +232,7 @@ def _upsert(
             new_hash = desired_hash(attributes_text, requires_text)
             values = {
                 "agent": str(attributes.get("agent", "")),
-                "resource_type": resource_id.split("[", 1)[0],
+                "resource_type": resource_type_of(resource_id),
                 "set_name": set_name,
                 "purged": bool(attributes.get("purged", False)),
                 "requires": requires,

@@ -143,10 +143,18 @@ lsm_deploy_head = Table(
     Column("planned_version", Integer, nullable=False),
 )
 
+
+def resource_type_of(resource_id: str) -> str:
+    """``"net::Host[a1,name=h1]"`` -> ``"net::Host"``: the type a resource id names (the deploy
+    tables key by id; metrics, listings and handlers group by type)."""
+    return resource_id.split("[", 1)[0]
+
+
 __all__ = [
     "OPEN_STATUSES_SQL",
     "lsm_deploy_head",
     "lsm_resource_action",
     "lsm_resource_require",
     "lsm_resource_state",
+    "resource_type_of",
 ]

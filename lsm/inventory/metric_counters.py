@@ -24,6 +24,8 @@ from sqlalchemy import Column, Connection, Float, Integer, PrimaryKeyConstraint,
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import SQLModel
 
+from lsm.inventory.deploy_tables import resource_type_of
+
 metadata = SQLModel.metadata
 
 #: compiles that ran, per environment, kind and outcome (``lsm_compiles_total``)
@@ -141,16 +143,11 @@ def count_compiles(
         )
 
 
-def resource_type(resource_id: str) -> str:
-    """The type of a resource id ``Type[agent,attr=value]``."""
-    return resource_id.split("[", 1)[0]
-
-
 def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, Any]]) -> None:
     """Count action-log lines (dicts with ``resource_id``, ``agent``, ``action``; dry runs are not
     deploys and are left out): one upsert row per distinct agent, type and action of the batch."""
     counts = Counter(
-        (str(a["agent"]), resource_type(str(a["resource_id"])), str(a["action"]))
+        (str(a["agent"]), resource_type_of(str(a["resource_id"])), str(a["action"]))
         for a in actions
         if not a.get("dry_run")
     )
@@ -174,5 +171,4 @@ __all__ = [
     "lsm_metric_compile",
     "lsm_metric_compile_stage",
     "lsm_metric_deploy_action",
-    "resource_type",
 ]
