@@ -126,14 +126,10 @@ def fail(exc: LsmError) -> typer.Exit:
                 if isinstance(item, dict) and "path" in item:
                     err.print(f"  - {escape(str(item['path']))}: {escape(str(item.get('reason', '')))}")
                 else:
-                    err.print(f"  - {escape(_compact(item))}")
+                    err.print(f"  - {escape(render.compact(item))}")
         else:
-            err.print(f"  {escape(key)}: {escape(_compact(value))}")
+            err.print(f"  {escape(key)}: {escape(render.compact(value))}")
     return typer.Exit(1)
-
-
-def _compact(value: Any) -> str:
-    return render.compact(value)
 
 
 @contextmanager
@@ -191,15 +187,6 @@ def parse_attributes(attrs: list[str] | None, attributes: str | None) -> dict[st
         except json.JSONDecodeError:
             result[key.strip()] = raw
     return result
-
-
-def _cell(value: Any) -> str:
-    return render.cell(value)
-
-
-def _table(title: str | None, columns: tuple[str, ...]) -> Table:
-    """Every listing's table (``lsm.cli.render.table``: columns fold, nothing is cut)."""
-    return render.table(title, columns)
 
 
 def _print_kv(data: dict[str, Any], title: str | None = None) -> None:
@@ -446,7 +433,7 @@ def catalog_list(url: Url = DEFAULT_URL, environment: Environment = None, as_jso
     """Every service entity with its lifecycle, identity, owner and instance counts."""
 
     def show(entities: list[dict[str, Any]]) -> None:
-        table = _table(
+        table = render.table(
             "service catalog", ("entity", "lifecycle", "identity", "owner", "attributes", "instances")
         )
         for entity in entities:
@@ -455,8 +442,8 @@ def catalog_list(url: Url = DEFAULT_URL, environment: Environment = None, as_jso
             table.add_row(
                 escape(entity["name"]),
                 escape(lifecycle.get("name", "") if isinstance(lifecycle, dict) else str(lifecycle or "")),
-                _cell(entity.get("identity")),
-                _cell(entity.get("owner")),
+                render.cell(entity.get("identity")),
+                render.cell(entity.get("owner")),
                 escape(", ".join(a["name"] for a in entity.get("attributes", []))),
                 escape(", ".join(f"{k}: {v}" for k, v in summary.items()))
                 if isinstance(summary, dict)
@@ -485,18 +472,18 @@ def catalog_show(
         header = {k: v for k, v in data.items() if k not in ("attributes", "relations", "lifecycle")}
         header["lifecycle"] = lifecycle.get("name") if isinstance(lifecycle, dict) else lifecycle
         _print_kv(header, title=f"entity {data.get('name', entity)}")
-        table = _table(
+        table = render.table(
             "attributes", ("name", "type", "modifier", "required", "default", "relation", "description")
         )
         for a in data.get("attributes", []):
             table.add_row(
                 escape(a["name"]),
-                _cell(a.get("type")),
-                _cell(a.get("modifier")),
+                render.cell(a.get("type")),
+                render.cell(a.get("modifier")),
                 "yes" if a.get("required") else "",
-                "" if a.get("required") else _cell(a.get("default")),
-                _cell((a.get("relation") or {}).get("target")),
-                _cell(a.get("description")),
+                "" if a.get("required") else render.cell(a.get("default")),
+                render.cell((a.get("relation") or {}).get("target")),
+                render.cell(a.get("description")),
             )
         out.print(table)
 
@@ -508,11 +495,11 @@ def catalog_show(
 
 # -- instances -------------------------------------------------------------------------------------------
 def _instances_table(instances: list[dict[str, Any]], title: str) -> Table:
-    table = _table(title, ("id", "state", "version", "owner", "attributes"))
+    table = render.table(title, ("id", "state", "version", "owner", "attributes"))
     for i in instances:
         attributes = i.get("active_attributes") or i.get("candidate_attributes") or {}
         state = escape(i["state"]) + (" [dim](deleted)[/]" if i.get("deleted") else "")
-        table.add_row(i["id"], state, str(i["version"]), _cell(i.get("owner")), _cell(attributes))
+        table.add_row(i["id"], state, str(i["version"]), render.cell(i.get("owner")), render.cell(attributes))
     return table
 
 
@@ -525,10 +512,10 @@ def _show_instance(instance: dict[str, Any]) -> None:
     if instance.get("deployment_progress"):
         head["deploy"] = _progress_line(instance["deployment_progress"])
     _print_kv(head, title=f"{instance.get('service_entity')} instance")
-    table = _table("attributes", ("attribute", "candidate", "active", "rollback"))
+    table = render.table("attributes", ("attribute", "candidate", "active", "rollback"))
     sets = [instance.get(f"{s}_attributes") or {} for s in ("candidate", "active", "rollback")]
     for key in sorted({k for s in sets for k in s}):
-        table.add_row(escape(key), *(_cell(s[key]) if key in s else "" for s in sets))
+        table.add_row(escape(key), *(render.cell(s[key]) if key in s else "" for s in sets))
     out.print(table)
 
 
@@ -740,19 +727,21 @@ def instance_log(
     """The instance's event log, oldest first (times in local time; ``--json``: UTC, as the API)."""
 
     def show(events: list[dict[str, Any]]) -> None:
-        table = _table("event log", ("version", "time", "source", "target", "trigger", "compile", "message"))
+        table = render.table(
+            "event log", ("version", "time", "source", "target", "trigger", "compile", "message")
+        )
         for e in events:
             target = (
                 ("[red]" + escape(e["target"]) + " (error)[/]") if e.get("is_error") else escape(e["target"])
             )
             table.add_row(
                 str(e["version"]),
-                _cell(e.get("created_at")),
-                _cell(e.get("source")),
+                render.cell(e.get("created_at")),
+                render.cell(e.get("source")),
                 target,
                 escape(e["trigger"]),
-                _cell(e.get("compile_id")),
-                _cell(e.get("message")),
+                render.cell(e.get("compile_id")),
+                render.cell(e.get("message")),
             )
         out.print(table)
 
@@ -787,7 +776,7 @@ def _compile_line(report: dict[str, Any] | None) -> str | None:
         return None
     line = f"{report.get('kind')} compile {report.get('id')}: {report.get('status')}"
     error = (report.get("report") or {}).get("error")
-    return line + (f" ({_compact(error)})" if error else "")
+    return line + (f" ({render.compact(error)})" if error else "")
 
 
 def _show_diagnosis(data: dict[str, Any]) -> None:
@@ -923,7 +912,7 @@ def compile_(
         )
         error = (report.get("report") or {}).get("error")
         if error:
-            err.print(f"[red]compile error:[/] {escape(_compact(error))}")
+            err.print(f"[red]compile error:[/] {escape(render.compact(error))}")
 
     def request(client: Client) -> dict[str, Any]:
         def ask() -> dict[str, Any]:
@@ -992,8 +981,8 @@ def _selector_spec(value: str | None) -> Any:
 
 def _show_selection(data: dict[str, Any]) -> None:
     """``lsm compile --explain``: per requested instance, what it brought in and why."""
-    out.print(f"selector: {escape(_compact(data.get('selector')))}")
-    table = _table("selection (dry run: nothing compiled)", ("requested", "added", "why"))
+    out.print(f"selector: {escape(render.compact(data.get('selector')))}")
+    table = render.table("selection (dry run: nothing compiled)", ("requested", "added", "why"))
     for origin, added in (data.get("added") or {}).items():
         if not added:
             table.add_row(origin, "-", "-")
@@ -1010,7 +999,7 @@ def selector_list(url: Url = DEFAULT_URL, environment: Environment = None, as_js
     """The selectors this environment can use, with their parameters."""
 
     def show(selectors: list[dict[str, Any]]) -> None:
-        table = _table("selectors", ("name", "parameters", "class"))
+        table = render.table("selectors", ("name", "parameters", "class"))
         for item in selectors:
             params = ", ".join(
                 f"{name}{'' if p.get('required') else '?'}: {p.get('type')}"
@@ -1066,7 +1055,7 @@ def resources_list(
         return
 
     def show(resources: list[dict[str, Any]]) -> None:
-        table = _table(
+        table = render.table(
             "resources",
             ("id", "agent", "status", "version", "deployed", "tries", "last action", "at", "error"),
         )
@@ -1075,11 +1064,11 @@ def resources_list(
                 escape(r["id"]),
                 escape(r["agent"]),
                 _status(r["status"]),
-                _cell(r.get("version")),
-                _cell(r.get("last_deployed_version")),
-                _cell(r.get("attempts") or None),
-                _cell(r.get("last_action")),
-                _cell(r.get("last_action_at")),
+                render.cell(r.get("version")),
+                render.cell(r.get("last_deployed_version")),
+                render.cell(r.get("attempts") or None),
+                render.cell(r.get("last_action")),
+                render.cell(r.get("last_action_at")),
                 render.first_line(r.get("last_error")),
             )
         out.print(table)
@@ -1119,7 +1108,7 @@ def resources_show(
         _print_kv(resource, title="resource")
         if attributes:
             _print_kv(attributes, title="desired attributes")
-        table = _table(
+        table = render.table(
             "actions (newest first)", ("id", "started", "action", "status", "ms", "changes", "message")
         )
         for a in data["actions"]:
@@ -1127,7 +1116,7 @@ def resources_show(
             action = escape(str(a["action"])) + (" (dry run)" if a.get("dry_run") else "")
             table.add_row(
                 str(a["id"]),
-                _cell(a.get("started_at")),
+                render.cell(a.get("started_at")),
                 action,
                 _status(a.get("status")),
                 f"{float(a.get('duration_ms') or 0):.1f}",
@@ -1140,12 +1129,12 @@ def resources_show(
 
 
 def _show_dry_run(result: dict[str, Any]) -> None:
-    table = _table(
+    table = render.table(
         f"dry run of version {result.get('version')} (nothing changed)", ("id", "action", "changes", "error")
     )
     for item in result.get("resources") or []:
         changes = "\n".join(
-            f"{escape(key)}: {_cell(c.get('current'))} → {_cell(c.get('desired'))}"
+            f"{escape(key)}: {render.cell(c.get('current'))} → {render.cell(c.get('desired'))}"
             for key, c in (item.get("changes") or {}).items()
         )
         action = escape(str(item["action"]))
@@ -1326,14 +1315,16 @@ def discovered(
         if isinstance(data, dict):
             _print_kv(data, title=str(data.get("id")))
             return
-        table = _table("discovered resources", ("id", "managed", "adopted by", "discovered by", "last seen"))
+        table = render.table(
+            "discovered resources", ("id", "managed", "adopted by", "discovered by", "last seen")
+        )
         for row in data:
             table.add_row(
                 escape(row["id"]),
                 "yes" if row["managed"] else "no",
-                _cell(row.get("adopted_by")),
+                render.cell(row.get("adopted_by")),
                 escape(row["discovered_by"]),
-                _cell(row["last_seen"]),
+                render.cell(row["last_seen"]),
             )
         out.print(table)
 
@@ -1367,9 +1358,11 @@ def environment_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
     """Every environment."""
 
     def show(envs: list[dict[str, Any]]) -> None:
-        table = _table("environments", ("name", "id", "model", "created"))
+        table = render.table("environments", ("name", "id", "model", "created"))
         for e in envs:
-            table.add_row(escape(e["name"]), e["id"], _cell(e.get("model")), _cell(e.get("created_at")))
+            table.add_row(
+                escape(e["name"]), e["id"], render.cell(e.get("model")), render.cell(e.get("created_at"))
+            )
         out.print(table)
 
     call(url, None, as_json, lambda c: c.environments(), show)
@@ -1389,14 +1382,17 @@ def environment_create(
 
 
 def _show_settings(settings: dict[str, Any]) -> None:
-    table = _table("settings", ("key", "value", "default", "description"))
+    table = render.table("settings", ("key", "value", "default", "description"))
     for key, meta in settings.items():
         if isinstance(meta, dict) and "value" in meta:
             table.add_row(
-                escape(key), _cell(meta["value"]), _cell(meta.get("default")), _cell(meta.get("description"))
+                escape(key),
+                render.cell(meta["value"]),
+                render.cell(meta.get("default")),
+                render.cell(meta.get("description")),
             )
         else:
-            table.add_row(escape(key), _cell(meta), "", "")
+            table.add_row(escape(key), render.cell(meta), "", "")
     out.print(table)
 
 
@@ -1521,14 +1517,14 @@ def token_list(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
     """Every token, with its roles, expiry and revocation (never a secret)."""
 
     def show(items: list[dict[str, Any]]) -> None:
-        table = _table("tokens", ("id", "name", "roles", "expires", "revoked"))
+        table = render.table("tokens", ("id", "name", "roles", "expires", "revoked"))
         for t in items:
             table.add_row(
                 t["id"],
                 escape(t["name"]),
-                _cell(t.get("roles")),
-                _cell(t.get("expires_at")),
-                _cell(t.get("revoked_at")),
+                render.cell(t.get("roles")),
+                render.cell(t.get("expires_at")),
+                render.cell(t.get("revoked_at")),
             )
         out.print(table)
 
@@ -1561,15 +1557,15 @@ def audit_list(
     """Who did what, when (admins): newest first."""
 
     def show(lines: list[dict[str, Any]]) -> None:
-        table = _table("audit", ("time", "actor", "action", "target", "environment", "request"))
+        table = render.table("audit", ("time", "actor", "action", "target", "environment", "request"))
         for line in lines:
             table.add_row(
-                _cell(line.get("time")),
-                _cell(line.get("actor")),
-                _cell(line.get("action")),
-                _cell(line.get("target")),
-                _cell(line.get("environment")),
-                _cell(line.get("request_id")),
+                render.cell(line.get("time")),
+                render.cell(line.get("actor")),
+                render.cell(line.get("action")),
+                render.cell(line.get("target")),
+                render.cell(line.get("environment")),
+                render.cell(line.get("request_id")),
             )
         out.print(table)
 

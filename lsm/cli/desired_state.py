@@ -20,7 +20,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from lsm.cli import DEFAULT_URL as DEFAULT_URL
-from lsm.cli import AsJson, Environment, Url, _cell, _print_kv, _table, app, call, out
+from lsm.cli import AsJson, Environment, Url, _print_kv, app, call, out, render
 
 if TYPE_CHECKING:
     from lsm.client import Client
@@ -68,9 +68,9 @@ def show_versions(
             out.print("[dim](none)[/]")
             return
         columns = tuple(dict.fromkeys(k for row in data for k in row))
-        table = _table(None, columns)
+        table = render.table(None, columns)
         for row in data:
-            table.add_row(*(_cell(row.get(c)) for c in columns))
+            table.add_row(*(render.cell(row.get(c)) for c in columns))
         out.print(table)
 
     call(url, environment, as_json, request, show)
@@ -94,7 +94,7 @@ def diff_versions(
         if not data["sets"] and not data["resources"]:
             out.print(f"{title}: [dim]no difference[/]")
             return
-        sets = _table(f"{title}: sets", ("set", "change", "resources before", "resources after"))
+        sets = render.table(f"{title}: sets", ("set", "change", "resources before", "resources after"))
         for s in data["sets"]:
             style = _CHANGE_STYLE.get(s["change"], "")
             sets.add_row(
@@ -104,7 +104,7 @@ def diff_versions(
                 str(s["after_count"]),
             )
         out.print(sets)
-        table = _table(f"{title}: resources", ("resource", "change", "set", "fields"))
+        table = render.table(f"{title}: resources", ("resource", "change", "set", "fields"))
         for r in data["resources"]:
             style = _CHANGE_STYLE.get(r["change"], "")
             side = r["after"] or r["before"] or {}

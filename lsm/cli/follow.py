@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from lsm.cli.render import cell, local_time
+from lsm.schemas.events import INSTANCE_STATE
 
 if TYPE_CHECKING:
     from lsm.client import Client
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 #: seconds to wait before reconnecting: the first retry, and the most between two
 FIRST_BACKOFF = 0.2
 MAX_BACKOFF = 5.0
-INSTANCE_STATE = "instance_state"
 
 
 def event_line(e: dict[str, Any]) -> str:

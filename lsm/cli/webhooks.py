@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from lsm.cli import DEFAULT_URL, AsJson, Environment, Url, _cell, _print_kv, _table, app, call, out
+from lsm.cli import DEFAULT_URL, AsJson, Environment, Url, _print_kv, app, call, out, render
 
 webhook_app = typer.Typer(
     help="Webhooks: signed callbacks of the environment's events.", no_args_is_help=True
@@ -57,10 +57,14 @@ def webhook_list(url: Url = DEFAULT_URL, environment: Environment = None, as_jso
     """The environment's webhooks (never a secret)."""
 
     def show(items: list[dict[str, Any]]) -> None:
-        table = _table("webhooks", ("id", "url", "events", "created", "by"))
+        table = render.table("webhooks", ("id", "url", "events", "created", "by"))
         for h in items:
             table.add_row(
-                h["id"], escape(h["url"]), _cell(h["events"]), _cell(h["created_at"]), _cell(h["created_by"])
+                h["id"],
+                escape(h["url"]),
+                render.cell(h["events"]),
+                render.cell(h["created_at"]),
+                render.cell(h["created_by"]),
             )
         out.print(table)
 
@@ -109,7 +113,7 @@ def webhook_deliveries(
     """The webhook's deliveries, newest first: status, attempts, last answer."""
 
     def show(items: list[dict[str, Any]]) -> None:
-        table = _table("deliveries", ("id", "event", "status", "attempts", "last", "created", "next"))
+        table = render.table("deliveries", ("id", "event", "status", "attempts", "last", "created", "next"))
         for d in items:
             last = d["last_status_code"] if d["last_status_code"] is not None else d["last_error"]
             table.add_row(
@@ -117,9 +121,9 @@ def webhook_deliveries(
                 d["event"],
                 d["status"],
                 str(d["attempts"]),
-                _cell(last),
-                _cell(d["created_at"]),
-                _cell(d["next_attempt_at"]),
+                render.cell(last),
+                render.cell(d["created_at"]),
+                render.cell(d["next_attempt_at"]),
             )
         out.print(table)
 
