@@ -168,6 +168,7 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         before_load = {c["id"] for c in await completion.list_compiles(client, stop_at=set())}
         targets = load.choose_targets(ports, options.updates, rng)
         deadline = time.monotonic() + options.timeout
+        cpu_before = _cpu_now(processes)
         results = await load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
         accepted = {r.id for r in results if r.accepted}
         if not accepted:
@@ -179,10 +180,23 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
             poll_s=options.poll_s,
             check_alive=processes.check_alive,
         )
+        cpu_load = _cpu_spent(cpu_before, _cpu_now(processes))
         compiles = await completion.list_compiles(client, stop_at=before_load)
         verified = await completion.verify(client, [t for t in targets if t.id in accepted])
     analysis = completion.analyze(compiles, results)
-    return _summary(results, analysis, settled, verified)
+    return {**_summary(results, analysis, settled, verified), "cpu_during_load_s": cpu_load}
+
+
+def _cpu_now(processes: Processes) -> dict[str, float | None]:
+    """CPU seconds so far of every started process and of this load generator ("client")."""
+    return {"client": time.process_time(), **{s.name: _cpu_seconds(s) for s in processes.started}}
+
+
+def _cpu_spent(before: dict[str, float | None], after: dict[str, float | None]) -> dict[str, float]:
+    """CPU seconds each process spent between two ``_cpu_now`` readings: from the first PATCH
+    to the last update settled, i.e. the cost of the load itself, without start-up, the
+    listing before it and the verification after it (which the whole-run ``cpu_s`` includes)."""
+    return {name: a - b for name, a in after.items() if a is not None and (b := before.get(name)) is not None}
 
 
 def _summary(

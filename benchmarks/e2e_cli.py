@@ -166,6 +166,10 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ),
         ("server start s", f"{r['server_start_s']:.2f}"),
         ("CPU s", ", ".join(f"{k} {v:,.1f}" for k, v in r["cpu_s"].items() if v is not None)),
+        (
+            "CPU ms per update during the load",
+            ", ".join(f"{k} {1000 * v / r['updates']:,.2f}" for k, v in r["cpu_during_load_s"].items()),
+        ),
         ("1-min load average at start", f"{r['load_average_at_start']:.2f}"),
         ("peak RSS MB", ", ".join(f"{k} {v:,.0f}" for k, v in r["peak_rss_mb"].items() if v is not None)),
     ]
