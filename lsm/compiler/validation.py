@@ -295,6 +295,7 @@ class _Result:
             trigger=params.trigger,
             target=params.target,
             allocations=dict(self.allocations),
+            request_id=self.planned.batch.leader.request_id,
         )
 
 

@@ -195,7 +195,11 @@ def claim(
         _CLAIM,
         {"b_ids": list(ids), "b_owner": owner, "b_expires": expires, "b_now": now, "b_leader": leader},
     )
-    return {row.id: CompileRow(**row._mapping) for row in result}
+    # ``model_construct``: the row is what the database returned, so nothing needs validating,
+    # and a claimed row is a snapshot the worker reads, never added to a session. A table
+    # model's ``__init__`` (SQLAlchemy instrumentation per field) cost 56 us a row, most of a
+    # claim's time under a burst; this costs 7 us.
+    return {row.id: CompileRow.model_construct(**row._mapping) for row in result}
 
 
 def kinds(session: Session, ids: Sequence[str]) -> list[tuple[str, str, str]]:

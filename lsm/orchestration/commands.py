@@ -70,6 +70,10 @@ class ValidationOutcome:
     trigger: Literal["auto", "api_set_state"] = "auto"
     target: str | None = None
     allocations: dict[str, Any] = field(default_factory=dict)
+    #: the request that caused the compile (its row's ``request_id``), when known: the step is
+    #: recorded under it. The worker has it on the claimed row; reading it back here cost a
+    #: whole compile row per validated instance.
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from lsm.inventory.compile_requests import (
 )
 from lsm.inventory.database import Database
 from lsm.inventory.discovery_store import claim_adoption
-from lsm.inventory.tables import CompileRow, InstanceRow, utcnow
+from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
@@ -532,10 +532,8 @@ class _Transaction:
         return self.transition(row, step, "auto")
 
     def validation_outcome(self, command: ValidationOutcome) -> Outcome:
-        if self.origin.request_id is None:  # the request that caused the compile, when it is known
-            compile_row = self.session.get(CompileRow, command.compile_id)
-            if compile_row is not None and compile_row.request_id is not None:
-                self.origin = Origin(self.origin.actor, compile_row.request_id)
+        if self.origin.request_id is None and command.request_id is not None:
+            self.origin = Origin(self.origin.actor, command.request_id)  # the compile's cause
         row = self.lock_by_id(command.instance_id)
         if row.version != command.expected_version:
             return Outcome(row)  # validated attributes are stale; a newer request follows
