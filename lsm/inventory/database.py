@@ -40,6 +40,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, SQLModel, create_engine
 
+from lsm.inventory.write_gate import WriteGate
+
 #: A JSON column: JSONB on PostgreSQL, JSON text on SQLite.
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 
@@ -81,6 +83,7 @@ class Database:
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         self.schema = schema
         self._schema_lock = threading.Lock()
+        self._gate = WriteGate() if self.is_sqlite else None
         if self.is_sqlite:
             if parsed.database in (None, "", ":memory:"):
                 raise ValueError(
@@ -122,11 +125,25 @@ class Database:
         return "sqlite" if self.is_sqlite else "postgresql"
 
     @contextmanager
-    def write(self) -> Iterator[Session]:
-        """A transaction that may write; committed on success, rolled back on any exception."""
-        with Session(self.write_engine, expire_on_commit=False, autoflush=False) as session:
-            with session.begin():
-                yield session
+    def write(self, *, urgent: bool = False) -> Iterator[Session]:
+        """A transaction that may write; committed on success, rolled back on any exception.
+
+        On SQLite the threads of this process take turns at a gate first (``lsm.inventory.
+        write_gate``): only one of them at a time waits for other processes' writers, and
+        ``urgent`` writers (someone waits for the answer: the API's group commit) go before
+        background ones for a while.
+        """
+        if self._gate is not None and not self._gate.acquire(urgent=urgent, timeout=BUSY_TIMEOUT_S):
+            raise exc.OperationalError(
+                "BEGIN IMMEDIATE", None, sqlite3.OperationalError("database is locked")
+            )
+        try:
+            with Session(self.write_engine, expire_on_commit=False, autoflush=False) as session:
+                with session.begin():
+                    yield session
+        finally:
+            if self._gate is not None:
+                self._gate.release()
 
     @contextmanager
     def read(self) -> Iterator[Session]:

@@ -91,7 +91,7 @@ class GroupCommit:
         of its own instead of waiting for itself.
         """
         if threading.current_thread() is self._thread:
-            with self.db.write() as session:
+            with self.db.write(urgent=True) as session:
                 return work(session)
         item: _Item[T] = _Item(work)
         self._ensure_started()
@@ -149,7 +149,7 @@ class GroupCommit:
         outcomes: list[tuple[Any, BaseException | None]] = []
         committing = False
         try:
-            with self.db.write() as session:
+            with self.db.write(urgent=True) as session:
                 for item in batch:
                     outcomes.append(self._run_item(session, item))
                     session.expunge_all()
@@ -177,7 +177,7 @@ class GroupCommit:
 
     def _run_alone(self, item: _Item[Any]) -> None:
         try:
-            with self.db.write() as session:
+            with self.db.write(urgent=True) as session:
                 result = item.work(session)
         except BaseException as exc:
             item.answer(error=exc)
