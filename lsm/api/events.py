@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Header
@@ -24,6 +25,7 @@ from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.responses import READ, errors
 from lsm.facade import Cursor, EventsFacade
+from lsm.facade.holdback import Holdback
 from lsm.schemas.auth import Role
 
 router = APIRouter(tags=["events"], dependencies=[require(Role.VIEWER)], responses=errors(*READ))
@@ -57,9 +59,10 @@ async def stream(feed: EventsFacade, cursor: Cursor) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     yield ": connected\n\n"
     quiet_since = loop.time()
+    holdback = Holdback()  # the stream's own: what it waits for, and since when
     while True:
         with feed.listener() as heard:
-            items = await run_in_threadpool(feed.read, cursor)
+            items = await run_in_threadpool(partial(feed.read, cursor, holdback=holdback))
             for item in items:
                 cursor = item.cursor
                 yield f"id: {cursor.encode()}\nevent: {item.kind}\ndata: {item.data.model_dump_json()}\n\n"

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.holdback import Holdback, gap_starts
 from lsm.facade.signal import Listener
 from lsm.inventory import feed
 from lsm.schemas.events import (
@@ -127,11 +128,16 @@ class EventsFacade:
         with self.core.db.read() as session:
             return replace(cursor, action_id=feed.last_action_id(session, cursor.env_id))
 
-    def read(self, cursor: Cursor, limit: int = READ_LIMIT) -> list[FeedItem]:
+    def read(
+        self, cursor: Cursor, limit: int = READ_LIMIT, *, holdback: Holdback | None = None
+    ) -> list[FeedItem]:
         """What happened after ``cursor``, oldest first by time.
 
         Each kind comes in the order of its own position (ids, ``(finished_at, id)``) and the
-        kinds are merged by time, so the cursor of every kind only moves forward.
+        kinds are merged by time, so the cursor of every kind only moves forward. A reader that
+        keeps reading after what it got (a stream) passes its ``holdback``: on PostgreSQL it
+        keeps back what a transaction still committing could come before
+        (``lsm.facade.holdback``); without one, such a transaction can be passed for good.
         """
         cursor = self.settled(cursor)
         assert cursor.action_id is not None
@@ -140,6 +146,26 @@ class EventsFacade:
             after = (cursor.compile_at, cursor.compile_id) if cursor.compile_at is not None else None
             compiles = feed.compiles_finished_after(session, cursor.env_id, after, limit)
             actions = feed.actions_after(session, cursor.env_id, cursor.action_id, limit)
+            if holdback is not None and not self.core.db.is_sqlite:
+                events = holdback.before_gaps(
+                    "event",
+                    events,
+                    lambda e: int(e[0].id or 0),
+                    _gaps(session, "event", cursor.event_id, [int(e[0].id or 0) for e in events]),
+                )
+                actions = holdback.before_gaps(
+                    "action",
+                    actions,
+                    lambda a: int(a["id"]),
+                    _gaps(session, "action", cursor.action_id, [int(a["id"]) for a in actions]),
+                )
+                if compiles:
+                    compiles = holdback.finished_before(
+                        compiles,
+                        lambda c: c.finished_at or c.created_at,
+                        lambda c: c.id,
+                        feed.running_since(session, cursor.env_id),
+                    )
         state_items: list[_Pending] = []
         for event, entity in events:
             assert event.id is not None
@@ -178,6 +204,14 @@ class EventsFacade:
             cursor = replace(cursor, **item.position)
             out.append(FeedItem(item.kind, item.data, cursor, item.time))
         return out
+
+
+def _gaps(session: Any, kind: str, after: int, ids: list[int]) -> list[int]:
+    """The starts of the runs of ids between ``after`` and the last of ``ids`` that this
+    snapshot does not see (any environment's rows count: ids come from one sequence)."""
+    if not ids:
+        return []
+    return gap_starts(after, feed.ids_between(session, kind, after, ids[-1]))
 
 
 @dataclass(frozen=True)

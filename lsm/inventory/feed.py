@@ -10,9 +10,9 @@ misses nothing and sees nothing twice.
 Known limit: finished compiles are ordered by ``finished_at``, written by the worker's clock;
 workers on machines whose clocks disagree by more than a compile's duration may have a
 completion ordered before a position a stream already passed. And on PostgreSQL, ids are
-handed out before commit: a transaction that commits after a later id was read is skipped by
-a reader that already passed it (``lsm.services.webhook_dispatch`` reads behind a settle window
-for that reason).
+handed out before commit: a transaction that commits after a later id was read would be
+skipped by a reader that already passed it. ``ids_between`` and ``running_since`` are what a
+reader needs to hold back what such a transaction could still precede (``lsm.facade.holdback``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,29 @@ from sqlmodel import Session, col, func, or_, select
 
 from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
+
+_EVENTS = EventRow.metadata.tables["lsm_event"]
+#: the tables whose ids are feed positions, by feed kind
+POSITION_TABLES = {"event": _EVENTS, "action": lsm_resource_action}
+
+
+def ids_between(session: Session, kind: str, after: int, upto: int) -> list[int]:
+    """Every id in ``(after, upto]`` of the ``kind`` table ("event" or "action") that this
+    snapshot sees, in any environment, ascending: a primary-key range read. An id missing from
+    it is a transaction still committing (or one rolled back)."""
+    t = POSITION_TABLES[kind]
+    query = core_select(t.c.id).where(t.c.id > after, t.c.id <= upto).order_by(t.c.id)
+    return [int(row[0]) for row in session.connection().execute(query)]
+
+
+def running_since(session: Session, env_id: str) -> datetime | None:
+    """When the oldest compile of the environment still running started (``None``: none runs);
+    whatever it finishes later has a later ``finished_at``. ``ix_lsm_compile_active``."""
+    query = core_select(func.min(CompileRow.started_at)).where(
+        col(CompileRow.status) == "running", col(CompileRow.env_id) == env_id
+    )
+    found = session.connection().execute(query).scalar()
+    return found if isinstance(found, datetime) else None
 
 
 def last_event_id(session: Session, env_id: str) -> int:
