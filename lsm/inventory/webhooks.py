@@ -349,13 +349,14 @@ def attempts_of(conn: Connection, delivery_ids: Sequence[str]) -> dict[str, list
     return found
 
 
-def claim_candidate(conn: Connection, *, now: datetime) -> str | None:
-    """The id of some due pending delivery, read without a lock (whether a claim is worth a write)."""
+def first_pending(conn: Connection, *, now: datetime) -> tuple[str, bool] | None:
+    """The pending delivery due first and whether it is due at ``now``, read without a lock
+    (whether a claim is worth a write); ``None`` when no delivery is pending at all."""
     query = (
-        select(delivery_t.c.id)
-        .where(delivery_t.c.status == "pending", delivery_t.c.next_attempt_at <= now)
+        select(delivery_t.c.id, delivery_t.c.next_attempt_at <= now)
+        .where(delivery_t.c.status == "pending")
         .order_by(delivery_t.c.next_attempt_at)
         .limit(1)
     )
-    found = conn.execute(query).scalar()
-    return str(found) if found is not None else None
+    found = conn.execute(query).first()
+    return None if found is None else (str(found[0]), bool(found[1]))

@@ -128,6 +128,12 @@ class WorkerProcessing:
     def wake(self, env_id: str | None = None) -> None:
         self.loop.wake(env_id)
 
+    def wake_webhooks(self) -> None:
+        """A delivery was queued in this process (a ping): the sender looks now."""
+        if self.webhooks is not None:
+            self.webhooks.sender.wake()
+        self.loop.wake()
+
     def drain(self) -> int:
         return self.loop.drain()
 
@@ -228,10 +234,9 @@ def build_webhooks(core: Core, config: ServerConfig) -> Webhooks | None:
     if not config.webhooks_enabled:
         return None
     owner, _ = process_identity(f"{config.role}-webhooks")
-    return Webhooks(
-        dispatcher=WebhookDispatcher(core.db, EventsFacade(core), config.webhooks),
-        sender=WebhookSender(core.db, config.webhooks, owner),
-    )
+    sender = WebhookSender(core.db, config.webhooks, owner)
+    dispatcher = WebhookDispatcher(core.db, EventsFacade(core), config.webhooks, queued=sender.wake)
+    return Webhooks(dispatcher=dispatcher, sender=sender)
 
 
 def _notify_deploy(db: Database, env_id: str) -> None:
@@ -414,7 +419,7 @@ class ApiRuntime(_Runtime):
             wake_agents=processing.wake,
             state_dir=state_dir_of(config),
             # a ping queues its delivery itself: only the sender needs waking
-            wake_webhooks=processing.wake,
+            wake_webhooks=processing.wake_webhooks,
         )
         self.app: FastAPI = create_app(
             self.facades,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,10 +66,19 @@ class WebhookDispatcher:
 
     name = "webhook-dispatcher"
 
-    def __init__(self, db: Database, events: EventsFacade, policy: DeliveryPolicy) -> None:
+    def __init__(
+        self,
+        db: Database,
+        events: EventsFacade,
+        policy: DeliveryPolicy,
+        *,
+        queued: Callable[[], None] = lambda: None,
+    ) -> None:
         self.db = db
         self.events = events
         self.policy = policy
+        #: told after a round queued deliveries (the sender of this process looks at once)
+        self.queued = queued
         self._lock = threading.Lock()
         self._busy = False
         self._next_round = 0.0
@@ -106,6 +116,8 @@ class WebhookDispatcher:
                 queued += self.dispatch_one(hook)
             except Exception:  # one webhook's trouble never holds up the others
                 log.exception("webhook %s: dispatch failed", hook["id"])
+        if queued:
+            self.queued()
         return queued
 
     def dispatch_one(self, hook: dict[str, Any]) -> int:

@@ -3,6 +3,7 @@ database (every backend) with a real receiver. Time is moved by the senders' clo
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -105,3 +106,36 @@ def test_two_dispatchers_queue_a_stretch_of_the_feed_once(
     assert one.dispatch() == 0  # and nothing is left
     keys = [d.event_key for d in engine.facades.webhooks.deliveries(LOCAL, hook.id, limit=10, offset=0)]
     assert len(keys) == len(set(keys)) == 2
+
+
+def test_a_sender_that_found_nothing_pending_looks_again_when_woken_or_after_its_poll(
+    db: Database, receiver: Receiver
+) -> None:
+    sender = WebhookSender(db, fast_policy(poll_interval=60.0), "idle")
+    try:
+        assert sender.claim() is None  # nothing pending at all: no look for a poll interval
+        queue(db, receiver, 1)  # as another process's dispatcher would
+        assert sender.claim() is None  # not looked at: still waiting
+        sender.wake()  # a delivery queued in this process
+        woken = sender.claim()
+        assert woken is not None
+        woken.run()
+    finally:
+        sender.close()
+    assert len(receiver.requests) == 1
+
+    polled = WebhookSender(db, fast_policy(poll_interval=0.05), "polled")
+    try:
+        assert polled.claim() is None  # the only delivery went out
+        queue(db, receiver, 1)
+        for _ in range(1000):  # the poll interval passes: looked at again without a wake
+            claimed = polled.claim()
+            if claimed is not None:
+                claimed.run()
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the sender never looked again after its poll interval")
+    finally:
+        polled.close()
+    assert len(receiver.requests) == 2
