@@ -18,7 +18,8 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
   transaction (``lsm.inventory.deploy_state.claim``); blocked ones are marked ``skipped``.
 * **Runs.** A batch is one ``DeployWork``: its resources run concurrently on the agent's handler
   threads (each under its metaparameters: ``lsm.deploy.executor``), each bounded by the
-  ``deploy_timeout``; the batch's results are written in ONE transaction, then the lifecycle
+  ``deploy_timeout`` (a handler past it is given up on and its thread replaced:
+  ``lsm.deploy.handler_threads``); the batch's results are written in ONE transaction, then the lifecycle
   feedback fires the transfers of the instances whose resources reached a final outcome.
 * **Discovery.** A discovery resource deploys like any other; what its handler found is stored
   with ``lsm.discovery.record_discovery`` in that same transaction (each in a savepoint), so a
@@ -35,8 +36,9 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ from sqlmodel import Session, col
 
 from lsm.deploy.executor import Executor, RunSettings
 from lsm.deploy.feedback import Feedback
+from lsm.deploy.handler_threads import HandlerThreads
 from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
 from lsm.deploy.registry import HandlerRegistry
@@ -190,7 +193,7 @@ class AgentService:
         self.feedback = Feedback(db, orchestrator, contexts)
         self.planner = Planner(db, self.feedback)
         self.executor = Executor(Semaphores(sema), clock)
-        self.pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="lsm-handler")
+        self.handlers = HandlerThreads(threads)
         self.held: set[Name] = set()
         self._inflight: dict[Name, int] = defaultdict(int)
         self._other_until: dict[Name, float] = {}
@@ -373,7 +376,7 @@ class AgentService:
         except Exception:
             log.exception("agent %s: could not give back its names", self.owner)
         self.held.clear()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.handlers.shutdown()
 
     # -- running -----------------------------------------------------------------------------------------
     def registry(self, env_id: str) -> tuple[HandlerRegistry, EnvironmentContext]:
@@ -407,7 +410,9 @@ class AgentService:
             started[item.resource_id] = time.monotonic()
             return self.executor.run(registry, item, records.get(item.resource_id), run)
 
-        futures: dict[Future[Result], Claimed] = {self.pool.submit(one, item): item for item in claimed}
+        futures: dict[Future[Result], Claimed] = {
+            self.handlers.submit(partial(one, item)): item for item in claimed
+        }
         results: list[Result] = []
         waiting = set(futures)
         while waiting:
@@ -425,6 +430,7 @@ class AgentService:
                 began = started.get(item.resource_id)
                 if began is not None and now - began > run.timeout:
                     waiting.discard(future)
+                    self.handlers.abandon(future)  # its thread is replaced: the rest go on
                     results.append(self.executor.timed_out(item, run, began, records.get(item.resource_id)))
         return results
 

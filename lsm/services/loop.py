@@ -22,7 +22,6 @@ A ``WorkSource`` says how to claim its kind of work; the loop does the rest, onc
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import threading
 import time
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from lsm.errors import TimeLimitExceeded
+from lsm.interrupt import raise_in
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class ServiceLoop:
             if slot.interrupted_at is None:
                 slot.interrupted_at = now
                 log.warning("%s: %s overran its time limit; stopping it", slot.thread.name, work.label)
-                _raise_in(slot.thread, TimeLimitExceeded)
+                raise_in(slot.thread, TimeLimitExceeded)
                 return
             if now - slot.interrupted_at < self.grace:
                 return
@@ -245,9 +245,3 @@ class ServiceLoop:
             log.exception("could not expire %s", work.label)
         if not self._stop.is_set():
             self._spawn(_Slot(len(self._slots)))
-
-
-def _raise_in(thread: threading.Thread, exc: type[BaseException]) -> None:
-    if thread.ident is None:
-        return
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(exc))

@@ -5,7 +5,8 @@ A router is one ``test::File`` (``routers/<name>.conf``, agent ``routers``); eac
 agents. The handler writes under the agent's ``state_dir``. ``FAULTS`` lets a test make the
 handler fail (a count of failures to come per file path, or -1 for ever), ``SLOW`` makes it
 sleep (seconds per path; or content ``slow:<seconds>``, seen by agent processes too), and
-``CALLS`` records every create/update/delete in order.
+``CALLS`` records every create/update/delete in order. ``HOLD`` keeps a handler blocked (as a
+target that never answers does) until the test sets the path's event.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lsm.deploy.handler import Change, CRUDHandler, HandlerContext, HandlerError
 
 FAULTS: dict[str, int] = {}
 SLOW: dict[str, float] = {}
+HOLD: dict[str, threading.Event] = {}
 CALLS: list[tuple[str, str]] = []
 #: semaphore id -> handlers inside it now, and the most seen at once
 ACTIVE: dict[str, int] = {}
@@ -62,6 +64,9 @@ class FileHandler(CRUDHandler[ConfigFile]):
                 ACTIVE[name] -= 1
 
     def _fault(self, resource: ConfigFile) -> None:
+        held = HOLD.get(resource.path)
+        if held is not None:
+            held.wait()  # blocked inside C, as on a socket: only the event ends it
         seconds = SLOW.get(resource.path, SLOW.get("*", 0.0))
         if resource.content.startswith("slow:"):  # for agents in other processes
             seconds = float(resource.content.split(":", 1)[1])

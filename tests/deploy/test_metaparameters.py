@@ -6,6 +6,7 @@ on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -237,8 +238,49 @@ def test_a_handler_that_hangs_fails_its_try_after_the_deploy_timeout(
     assert row["status"] == "failed" and "deploy_timeout" in row["last_error"]
     assert [a["action"] for a in actions(engine, slow.id)] == ["error"]
     assert status(engine, quick.id)["status"] == "deployed"  # the batch did not wait for it
-    # the abandoned thread still finishes its call; wait for it so it lands in no other test
-    deadline = time.monotonic() + 30
-    while ("create", "slow.conf") not in file_model.CALLS:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    # the given-up handler is stopped when its sleep returns (``lsm.interrupt``): its late
+    # change never lands. Wait for its thread so that nothing of it reaches another test.
+    for _ in range(6000):
+        if agent.handlers.lingering == 0:
+            break
+        time.sleep(0.01)
+    assert agent.handlers.lingering == 0
+    assert ("create", "slow.conf") not in file_model.CALLS
+
+
+def test_hung_handlers_do_not_keep_the_agent_from_deploying_the_rest(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    """One handler thread and two handlers that never return: each fails after the time limit,
+    its thread is replaced, and the resource queued behind them deploys in the same run. (A
+    fixed pool kept its one thread on the first hung handler: nothing else ever started.)"""
+    engine, agent, _ = make(engine_factory, state_dir, deploy_timeout=0.2, threads=1)
+    held = {name: threading.Event() for name in ("hung-1.conf", "hung-2.conf")}
+    file_model.HOLD.update(held)
+    hung = [file(name) for name in held]
+    quick = file("quick.conf")
+    export(engine, {"s1": [*hung, quick]})
+    runner = threading.Thread(target=run, args=(agent,))
+    try:
+        runner.start()
+        runner.join(60)  # a bound, not a speed check: the old pool never returned
+        finished = not runner.is_alive()
+        calls_while_held = list(file_model.CALLS)
+    finally:
+        for event in held.values():
+            event.set()
+        runner.join()
+        file_model.HOLD.clear()
+    assert finished, "the agent waited for a hung handler"
+    assert status(engine, quick.id)["status"] == "deployed"
+    for resource in hung:
+        row = status(engine, resource.id)
+        assert row["status"] == "failed" and "deploy_timeout" in row["last_error"]
+    assert ("create", "quick.conf") in calls_while_held
+    assert not any(path.startswith("hung-") for _, path in calls_while_held)  # still hung then
+    assert agent.handlers.given_up == 2
+    for _ in range(6000):  # the released threads end (their results are dropped)
+        if agent.handlers.lingering == 0:
+            break
+        time.sleep(0.01)
+    assert agent.handlers.lingering == 0
