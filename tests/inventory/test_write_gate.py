@@ -58,22 +58,10 @@ def test_reentrant_in_one_thread_and_exclusive_across_threads() -> None:
     assert gate.waiting() == (0, 0)
 
 
-def test_urgent_writers_go_before_background_writers_that_came_first() -> None:
-    gate = WriteGate(patience=LONG)
-    order: list[str] = []
-    assert gate.acquire(urgent=False, timeout=LONG)
-    background = _writer(gate, "background", False, order)
-    _wait_until(lambda: gate.waiting() == (0, 1), "the background writer waits")
-    urgent = _writer(gate, "urgent", True, order)
-    _wait_until(lambda: gate.waiting() == (1, 1), "both wait")
-    gate.release()
-    urgent.join()
-    background.join()
-    assert order == ["urgent", "background"]
-
-
-def test_a_background_writer_past_its_patience_goes_before_urgent_ones() -> None:
-    gate = WriteGate(patience=0.0)
+def _turns(patience: float) -> list[str]:
+    """Who goes first when the gate is let go with a background writer waiting (it came first)
+    and an urgent one waiting after it."""
+    gate = WriteGate(patience=patience)
     order: list[str] = []
     assert gate.acquire(urgent=True, timeout=LONG)
     background = _writer(gate, "background", False, order)
@@ -83,7 +71,15 @@ def test_a_background_writer_past_its_patience_goes_before_urgent_ones() -> None
     gate.release()
     urgent.join()
     background.join()
-    assert order == ["background", "urgent"]
+    return order
+
+
+def test_urgent_writers_go_before_background_writers_that_came_first() -> None:
+    assert _turns(patience=LONG) == ["urgent", "background"]
+
+
+def test_a_background_writer_past_its_patience_goes_before_urgent_ones() -> None:
+    assert _turns(patience=0.0) == ["background", "urgent"]
 
 
 def test_only_the_holder_releases() -> None:
