@@ -129,8 +129,9 @@ class DeliveryPolicy(BaseModel):
     max_age: float = Field(86400.0, gt=0, le=30 * 86400)
     #: seconds between two looks at the event feed for new events
     poll_interval: float = Field(1.0, gt=0, le=60)
-    #: PostgreSQL only: feed rows younger than this are left for the next look (a transaction
-    #: that took an id earlier may still commit); SQLite commits in id order
+    #: PostgreSQL only: how long a feed position that a committing transaction could still
+    #: fill is waited for before the items after it go (``lsm.facade.holdback``); SQLite
+    #: commits in id order
     settle: float = Field(2.0, ge=0, le=60)
     #: seconds a sender holds a claimed delivery before another may take it over
     lease: float = Field(60.0, ge=1, le=3600)

@@ -12,8 +12,10 @@ round queues the same stretch; a crash after it leaves them queued, and the send
 So every committed event becomes exactly one delivery row per matching webhook.
 
 On PostgreSQL a row id is taken before its transaction commits, so a later id can be visible
-while an earlier one is not yet: a round leaves feed items younger than ``policy.settle``
-seconds for the next one (SQLite commits one writer at a time, in id order: no wait there).
+while an earlier one is not yet: each webhook's reads keep a ``Holdback`` (the same as the
+event stream's, ``lsm.facade.holdback``) that stops before a position a committing transaction
+could still fill, and gives it up after ``policy.settle`` seconds. Before, every item younger
+than ``settle`` waited for the next round, whether anything could precede it or not.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
+from lsm.facade.holdback import Holdback
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
 from lsm.inventory.tables import utcnow
@@ -79,6 +82,8 @@ class WebhookDispatcher:
         self.policy = policy
         #: told after a round queued deliveries (the sender of this process looks at once)
         self.queued = queued
+        #: per webhook: what its reads wait for on PostgreSQL, and since when
+        self._holdbacks: dict[str, Holdback] = {}
         self._lock = threading.Lock()
         self._busy = False
         self._next_round = 0.0
@@ -123,14 +128,8 @@ class WebhookDispatcher:
     def dispatch_one(self, hook: dict[str, Any]) -> int:
         """Queue the feed items after ``hook``'s cursor; the number of deliveries queued."""
         cursor = Cursor.decode(hook["env_id"], hook["cursor"])
-        items = self.events.read(cursor, limit=BATCH)
-        settle = 0.0 if self.db.is_sqlite else self.policy.settle
-        cutoff = (utcnow() - timedelta(seconds=settle)).replace(tzinfo=None)
-        taken: list[FeedItem] = []
-        for item in items:  # a prefix: each kind's cursor stays consistent
-            if item.at is not None and item.at > cutoff:
-                break  # too young to be sure nothing before it is still committing
-            taken.append(item)
+        holdback = self._holdbacks.setdefault(hook["id"], Holdback(settle=self.policy.settle))
+        taken = self.events.read(cursor, limit=BATCH, holdback=holdback)
         if not taken:
             return 0
         if len(taken) >= BATCH:

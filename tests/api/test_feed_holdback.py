@@ -17,12 +17,14 @@ from sqlmodel import Session
 
 from lsm.facade import RequestContext
 from lsm.facade.holdback import Holdback, gap_starts
-from lsm.inventory import compile_queue, repository
+from lsm.inventory import compile_queue, repository, webhooks
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileStatus
 from lsm.schemas.events import COMPILE_FINISHED, INSTANCE_STATE
+from lsm.schemas.webhooks import DeliveryPolicy
+from lsm.services.webhook_dispatch import WebhookDispatcher
 
 LOCAL = RequestContext.local()
 NEVER = 3600.0  # a hold-back that never gives up within a test
@@ -129,3 +131,44 @@ def test_gap_starts() -> None:
     assert gap_starts(10, []) == []
     assert gap_starts(10, [11, 12, 13]) == []
     assert gap_starts(10, [12, 13, 16]) == [11, 14]
+
+
+def test_the_webhook_dispatcher_queues_an_event_committed_late_before_the_later_one(
+    engine: ApiRuntime,
+) -> None:
+    db = engine.core.db
+    row = _instance(engine)
+    start = engine.facades.events.start(LOCAL)
+    with db.write() as session:
+        webhooks.create(
+            session.connection(),
+            env_id=row.env_id,
+            url="http://127.0.0.1:9/never-called",
+            events=["instance_state"],
+            secret="s" * 20,
+            cursor=start.encode(),
+            created_by=None,
+            now=utcnow(),
+        )
+    dispatcher = WebhookDispatcher(
+        db, engine.facades.events, DeliveryPolicy(settle=60.0)
+    )  # the longest allowed
+
+    def queued() -> list[str]:
+        with db.read() as session:
+            conn = session.connection()
+            (hook,) = webhooks.every_active(conn)
+            rows = webhooks.deliveries(conn, hook["id"], limit=10, offset=0)
+        return [
+            r["payload"]["data"]["trigger"]
+            for r in sorted(rows, key=lambda r: int(r["event_key"].split(":")[1]))
+        ]
+
+    with Session(db.write_engine) as slow:
+        _event(slow, row, "first")
+        with db.write() as fast:
+            _event(fast, row, "second")
+        assert dispatcher.dispatch() == 0  # "second" waits: "first" may still come
+        slow.commit()
+    assert dispatcher.dispatch() == 2
+    assert queued() == ["first", "second"]
