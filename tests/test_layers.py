@@ -18,6 +18,7 @@ RANK = {
     "errors": 0,
     "schemas": 0,
     "gc_pause": 0,
+    "interrupt": 0,
     "inventory": 1,
     "catalog": 2,
     "lifecycle": 2,
