@@ -27,6 +27,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -35,6 +36,7 @@ from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
+from lsm.inventory.compile_queue import open_validations_since
 from lsm.inventory.compile_requests import ValidationParams, validation_params
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow
@@ -130,6 +132,7 @@ class ValidationBatches:
             waiting: list[Batch] = []
             used: set[str] = set()
             stale = False
+            selected: list[tuple[_Planned, set[str]]] = []
             for batch in pending:
                 params = validation_params(batch.leader)
                 row = rows.get(str(batch.leader.instance_id))
@@ -140,14 +143,27 @@ class ValidationBatches:
                     continue
                 planned = _Planned(batch, row, params)
                 if everything:
-                    if taken:
+                    if selected:  # one at a time: each sees the whole inventory
                         waiting.append(batch)
                         continue
                     planned.instances = self._everything(session, ctx, row)
-                    selection = {"*"}
-                else:
-                    selection = self._select(snapshot, ctx, planned)
-                busy = bool(selection & used)
+                    selected.append((planned, {"*"}))
+                    continue
+                selected.append((planned, self._select(snapshot, ctx, planned)))
+            # an older validation of an instance a selection holds (queued, running here or in
+            # another thread or worker) goes first: its outcome can change what this one sees
+            older = open_validations_since(
+                session, ctx.env_id, sorted({i for _, sel in selected for i in sel})
+            )
+            for planned, selection in selected:
+                batch = planned.batch
+                made = batch.leader.created_at
+                behind = any(
+                    (since := older.get(i)) is not None and _utc(since) < _utc(made)
+                    for i in selection
+                    if i != planned.row.id
+                )
+                busy = behind or bool(selection & used)
                 if busy or (locks is not None and not locks.try_lock(selection)):
                     # it waits, and so does anything after it that overlaps it: order is kept
                     waiting.append(batch)
@@ -297,6 +313,11 @@ class _Result:
             allocations=dict(self.allocations),
             request_id=self.planned.batch.leader.request_id,
         )
+
+
+def _utc(at: datetime) -> datetime:
+    """Comparable whatever the backend returned (SQLite drops the time zone; both are UTC)."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _traceback(exc: BaseException) -> str:

@@ -374,3 +374,25 @@ def queued_count(session: Session, env_id: str, kind: CompileKind) -> int:
         col(CompileRow.env_id) == env_id, col(CompileRow.status) == QUEUED, col(CompileRow.kind) == kind.value
     )
     return int(session.execute(query).scalar_one())
+
+
+def open_validations_since(session: Session, env_id: str, instance_ids: Sequence[str]) -> dict[str, datetime]:
+    """``{instance id: when its oldest validation request still queued or running was made}``
+    for ``instance_ids`` (those with none are left out); chunked ``IN`` reads on the active rows
+    (``ix_lsm_compile_active``)."""
+    found: dict[str, datetime] = {}
+    ids = sorted(set(instance_ids))
+    for start in range(0, len(ids), 500):
+        query = (
+            sa_select(_t.c.instance_id, func.min(_t.c.created_at))
+            .where(
+                _t.c.status.in_(ACTIVE),
+                _t.c.env_id == env_id,
+                _t.c.kind == VALIDATION,
+                _t.c.instance_id.in_(ids[start : start + 500]),
+            )
+            .group_by(_t.c.instance_id)
+        )
+        for instance_id, made in session.connection().execute(query):
+            found[str(instance_id)] = made
+    return found
