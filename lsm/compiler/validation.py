@@ -27,7 +27,6 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -36,6 +35,7 @@ from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
+from lsm.inventory.batches import aware
 from lsm.inventory.compile_queue import open_validations_since
 from lsm.inventory.compile_requests import ValidationParams, validation_params
 from lsm.inventory.database import Database
@@ -159,7 +159,7 @@ class ValidationBatches:
                 batch = planned.batch
                 made = batch.leader.created_at
                 behind = any(
-                    (since := older.get(i)) is not None and _utc(since) < _utc(made)
+                    (since := older.get(i)) is not None and aware(since) < aware(made)
                     for i in selection
                     if i != planned.row.id
                 )
@@ -313,11 +313,6 @@ class _Result:
             allocations=dict(self.allocations),
             request_id=self.planned.batch.leader.request_id,
         )
-
-
-def _utc(at: datetime) -> datetime:
-    """Comparable whatever the backend returned (SQLite drops the time zone; both are UTC)."""
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _traceback(exc: BaseException) -> str:

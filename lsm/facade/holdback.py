@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from lsm.inventory.batches import aware
+
 T = TypeVar("T")
 
 #: seconds an unseen position is waited for before it is taken as never coming
@@ -69,7 +71,7 @@ class Holdback:
             return list(rows)
         out: list[T] = []
         for row in rows:
-            if _naive(finished_at(row)) >= _naive(running_since) and not self._waited("compile", key(row)):
+            if aware(finished_at(row)) >= aware(running_since) and not self._waited("compile", key(row)):
                 break
             out.append(row)
         return out
@@ -93,7 +95,3 @@ def gap_starts(after: int, seen: Sequence[int]) -> list[int]:
             gaps.append(expected)
         expected = found + 1
     return gaps
-
-
-def _naive(at: datetime) -> datetime:
-    return at.replace(tzinfo=None)

@@ -25,3 +25,8 @@ def chunks(values: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
 def utc(value: datetime | None) -> datetime | None:
     """A timestamp read back, timezone-aware: SQLite keeps no offset, and every stored time is UTC."""
     return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def aware(value: datetime) -> datetime:
+    """``utc`` for a timestamp that is never ``None``."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
