@@ -193,3 +193,36 @@ def test_a_batched_validation_gives_every_instance_the_outcome_it_gets_alone(
                 db.drop_schema()
             db.dispose()  # the runtime did not open it: its pools are ours to close
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_validation_waits_for_an_older_one_of_its_tree_held_by_another_worker(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    """A router is ordered, then a port on it; another worker holds the router's validation.
+
+    The router in ``start`` is invisible to the port's validation (``validate_others: null``):
+    run now, the port would be refused as ``owner_missing``. It must wait until the router's
+    validation has ended, then pass, as it would have one after the other."""
+    engine = engine_factory(ROUTER_PORT)
+    ctx = engine.context(None)
+    runner = engine.processing.runner
+    router = engine.facades.inventory.create_instance(
+        RequestContext.local(), "router", {"mgmt_ip": "10.0.0.1", "name": "r1"}
+    ).id
+    port = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"name": "eth0", "router": router}
+    ).id
+    (elsewhere,) = runner.queue.claim_validations(ctx.env_id, runner.queue.new_owner("other"), limit=1)
+    assert elsewhere.leader.instance_id == router  # the oldest: the router's, held by "other"
+    mine = runner.queue.claim_validations(ctx.env_id, runner.queue.new_owner("this"), limit=10)
+    assert [b.leader.instance_id for b in mine] == [port]
+
+    assert runner.validations.run(ctx, mine) == mine  # left unrun: the router's goes first
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port).state == "start"
+    log = engine.facades.inventory.instance_log(RequestContext.local(), "port", port)
+    assert not [e for e in log if e.is_error]
+
+    assert runner.validations.run(ctx, [elsewhere]) == []  # "other" finishes the router's
+    assert runner.validations.run(ctx, mine) == []  # now the port's runs, and sees its router
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port).state == "creating"
+    assert validation_reports(engine)[port]["status"] == "success"
