@@ -86,10 +86,11 @@ def insert_requests(session: Session, values: list[dict[str, Any]]) -> None:
     """Insert compile requests given as values (``compile_values``), one ``executemany``; the
     caller has sent ``notify_work`` for their environments."""
     if values:
-        session.connection().execute(_COMPILES.insert(), values)
+        session.connection().execute(COMPILE_TABLE.insert(), values)
 
 
-_COMPILES = CompileRow.metadata.tables["lsm_compile"]
+#: the compile request table, for inserts of ``compile_values`` rows (``insert_requests``)
+COMPILE_TABLE = CompileRow.metadata.tables["lsm_compile"]
 
 
 def enqueue(session: Session, order: CompileOrder) -> CompileRow:

@@ -55,7 +55,8 @@ def parse_ref(ref: str) -> tuple[str | None, str | None]:
 
 
 _REFS = InstanceRefRow.metadata.tables["lsm_instance_ref"]
-_EVENTS = EventRow.metadata.tables["lsm_event"]
+#: the event log table, for inserts of ``event_values`` rows (``insert_events``)
+EVENT_TABLE = EventRow.metadata.tables["lsm_event"]
 
 
 def _instance_query(*, by_identity: bool, for_update: bool) -> Any:
@@ -297,7 +298,7 @@ def event_values(row: InstanceRow, **fields: Any) -> dict[str, Any]:
 def insert_events(session: Session, values: list[dict[str, Any]]) -> None:
     """Insert event lines given as values (``event_values``), one ``executemany``."""
     if values:
-        session.connection().execute(_EVENTS.insert(), values)
+        session.connection().execute(EVENT_TABLE.insert(), values)
 
 
 def list_events(session: Session, instance_id: str) -> list[EventRow]:

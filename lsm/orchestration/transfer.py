@@ -45,6 +45,7 @@ from lsm.errors import (
 )
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import (
+    COMPILE_TABLE,
     CompileOrder,
     ValidationParams,
     compile_values,
@@ -70,7 +71,7 @@ from lsm.orchestration.commands import (
     ValidationOutcome,
 )
 from lsm.orchestration.context import EnvironmentContext
-from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit
+from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit, defer_insert
 from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
 
@@ -295,11 +296,17 @@ class Orchestrator:
 
         def work(session: Session) -> tuple[Outcome, bool]:
             transaction = _Transaction(session, ctx, origin)
+            # its rows are written once, after the chain (whose savepoint may drop some), and
+            # in a group by the batch (``lsm.orchestration.group.defer_insert``)
+            transaction.deferred = True
             outcome = transaction.run(command)
             if not chain:
+                transaction.write_pending()
                 return outcome, True
             rows = [outcome.instance]
-            if not self._chain(transaction, rows, [outcome.executed], [outcome.origin.follow_up()]):
+            complete = self._chain(transaction, rows, [outcome.executed], [outcome.origin.follow_up()])
+            transaction.write_pending()
+            if not complete:
                 return outcome, False
             return Outcome(rows[0], outcome.executed, transaction.compiles, outcome.origin), True
 
@@ -414,10 +421,14 @@ class _Transaction:
 
     def write_pending(self) -> None:
         """Insert the event lines and compile requests of the commands run so far: as values,
-        one ``executemany`` per table (``lsm.inventory.row_values`` says why not ORM objects)."""
-        insert_requests(self.session, self.pending_compiles)
-        repo.insert_events(self.session, self.pending_events)
+        one ``executemany`` per table (``lsm.inventory.row_values`` says why not ORM objects);
+        in a group-commit item, the batch inserts them with its other items' rows."""
+        compiles, events = self.pending_compiles, self.pending_events
         self.pending_compiles, self.pending_events = [], []
+        if compiles and not defer_insert(self.session, COMPILE_TABLE, compiles):
+            insert_requests(self.session, compiles)
+        if events and not defer_insert(self.session, repo.EVENT_TABLE, events):
+            repo.insert_events(self.session, events)
 
     def add_event(self, row: InstanceRow, **fields: Any) -> None:
         """An event line of ``row``, with who asked (inserted by ``write_pending``)."""

@@ -17,9 +17,11 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import Session
 
-from lsm.errors import InvalidAttributes, LsmError, UnknownInstance, VersionConflict
+from lsm.errors import Conflict, InvalidAttributes, LsmError, UnknownInstance, VersionConflict
 from lsm.facade import RequestContext
-from lsm.orchestration.group import GroupCommit
+from lsm.inventory.repository import EVENT_TABLE, event_values
+from lsm.inventory.tables import InstanceRow
+from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
@@ -197,3 +199,46 @@ def test_closing_answers_queued_work_and_a_later_call_starts_a_new_writer(engine
     group.close()
     with pytest.raises(LsmError):
         _update(engine, thing.id, thing.version, size=4)()  # stale now: still typed, still answered
+
+
+def test_the_items_event_lines_are_inserted_once_for_the_batch_and_a_refused_items_never(
+    engine: ApiRuntime,
+) -> None:
+    """Event lines wait for the batch's last item and go in with one statement; the lines a
+    refused item deferred before it was refused are dropped with its savepoint."""
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(4)]
+    logs = [_log_length(engine, t) for t in things]
+    group = _group(engine)
+    inserts: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO LSM_EVENT"):
+            inserts.append(statement)
+
+    def refused(session: Session) -> None:
+        row = session.get(InstanceRow, things[3].id)
+        assert row is not None
+        line = event_values(row, source="up", target="up", trigger="test", message="never written")
+        assert defer_insert(session, EVENT_TABLE, [line])
+        raise Conflict("refused after deferring its line")
+
+    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=8) for t in things[:3]]
+    calls.append(lambda: group.run(refused))
+    event.listen(engine.db.write_engine, "before_cursor_execute", seen)
+    try:
+        results = _run_all(calls, group)
+    finally:
+        event.remove(engine.db.write_engine, "before_cursor_execute", seen)
+
+    assert all(isinstance(r, InstanceOut) for r in results[:3]), results
+    assert isinstance(results[3], Conflict)
+    assert len(inserts) == 1  # three items' lines, one statement
+    for thing, log in zip(things[:3], logs, strict=False):
+        assert _log_length(engine, thing) == log + 1
+    assert _log_length(engine, things[3]) == logs[3]
+
+
+def test_outside_a_group_nothing_is_deferred(engine: ApiRuntime) -> None:
+    with engine.db.write() as session:
+        assert defer_insert(session, EVENT_TABLE, []) is False
