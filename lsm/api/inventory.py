@@ -1,9 +1,11 @@
 """``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
 
 Thin by design: parse, call the facade, return its view. The change routes are ``async def``
-and call their facade in the thread pool themselves: a sync route takes a second hop through
-the pool to validate its answer, and under a burst that hop waits behind every request queued
-meanwhile, so every answer of the burst came at its end (see ``lsm.api.deps``).
+and call their facade in a thread themselves: a sync route takes a second hop through the pool
+to validate its answer, and under a burst that hop waits behind every request queued
+meanwhile, so every answer of the burst came at its end (see ``lsm.api.deps``). Their threads
+come from the write lane (``lsm.api.write_lane``), not the default pool, so that a burst of
+changes waiting for their commit does not hold up the reads.
 
 Every rule (versions, transfers, attribute modifiers, identity) lives behind the facades
 (``lsm.facade``); its errors become responses in ``lsm.api.errors``.
@@ -14,7 +16,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import StringConstraints
 
 from lsm.api.access import require
@@ -23,6 +24,7 @@ from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.disclosure import redact, redact_text, shows_details
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors, model_json
+from lsm.api.write_lane import run_change
 from lsm.schemas.auth import Role
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -58,7 +60,7 @@ async def create_instance(
 
     Idempotent with an ``Idempotency-Key`` (or a chosen ``service_instance_id``): a retry answers
     the first answer."""
-    return await run_in_threadpool(
+    return await run_change(
         facades.inventory.create_instance,
         ctx,
         entity,
@@ -70,9 +72,9 @@ async def create_instance(
 
 
 @router.post("/{entity}/bulk", responses=errors(*CHANGE))
-def bulk(entity: EntityName, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
+async def bulk(entity: EntityName, body: BulkRequest, facades: FacadesDep, ctx: ContextDep) -> BulkResult:
     """Create and update many instances at once: all of them, or none and every refused item listed."""
-    return facades.inventory.bulk(ctx, entity, create=body.create, update=body.update)
+    return await run_change(facades.inventory.bulk, ctx, entity, create=body.create, update=body.update)
 
 
 @router.get("/{entity}")
@@ -112,7 +114,7 @@ async def update_instance(
     entity: EntityName, ref: InstanceRef, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> Response:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    updated = await run_in_threadpool(
+    updated = await run_change(
         facades.inventory.update_instance,
         ctx,
         entity,
@@ -128,7 +130,7 @@ async def set_state(
     entity: EntityName, ref: InstanceRef, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
-    return await run_in_threadpool(
+    return await run_change(
         facades.inventory.set_state,
         ctx,
         entity,
@@ -148,7 +150,7 @@ async def delete_instance(
     ctx: ContextDep,
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
-    return await run_in_threadpool(
+    return await run_change(
         facades.inventory.delete_instance, ctx, entity, ref, current_version=current_version
     )
 

@@ -1,0 +1,77 @@
+"""The write lane (``lsm.api.write_lane``): a burst of changes waiting for their commit leaves
+the reads their threads, over real HTTP (uvicorn on 127.0.0.1).
+
+The group-commit writer is held on a gate (a work item that waits) while more changes than the
+default thread pool has threads (40) are sent, so every one of them is sure to be waiting when
+the read is made; nothing waits on luck.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+
+from lsm.runtime.wiring import ApiRuntime
+from lsm.testing import served_url
+from tests.orchestration.helpers import Driver
+
+WAIT_S = 60.0
+#: more than the default pool's 40 threads, no more than the lane's 64
+CHANGES = 50
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory(config={"group_commit": True})
+    group = engine.orchestrator.group
+    assert group is not None
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(CHANGES)]
+    entered, release = threading.Event(), threading.Event()
+    answers: dict[str, int] = {}
+
+    def gate(_session: object) -> None:
+        entered.set()
+        release.wait(WAIT_S)
+
+    with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S) as http:
+
+        def patch(thing_id: str, version: int) -> None:
+            response = http.patch(
+                f"/lsm/v1/service_inventory/thing/{thing_id}",
+                json={"current_version": version, "attributes": {"size": 9}},
+            )
+            answers[thing_id] = response.status_code
+
+        holder = threading.Thread(target=group.run, args=(gate,))
+        holder.start()
+        assert entered.wait(WAIT_S)
+        senders = [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
+        try:
+            for sender in senders:
+                sender.start()
+            _wait_for(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting for the commit")
+            read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
+            assert read.status_code == 200
+            assert read.json()["version"] == things[0].version  # read while its change still waits
+            assert not answers  # every change is still waiting for the gate
+        finally:
+            release.set()
+            holder.join(WAIT_S)
+            for sender in senders:
+                sender.join(WAIT_S)
+
+    assert answers == {t.id: 200 for t in things}
+    assert all(driver.get(t).version == t.version + 1 for t in things)
