@@ -169,7 +169,17 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         targets = load.choose_targets(ports, options.updates, rng)
         deadline = time.monotonic() + options.timeout
         cpu_before = _cpu_now(processes)
-        results = await load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
+        burst = asyncio.create_task(
+            load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
+        )
+        # a port the burst does not change, read while it runs
+        untouched = next(p["id"] for p in ports if p["id"] not in {t.id for t in targets})
+        try:
+            reads = await load.read_during(base_url, f"{load.INVENTORY}/port/{untouched}", burst)
+        except BaseException:
+            burst.cancel()
+            raise
+        results = await burst
         accepted = {r.id for r in results if r.accepted}
         if not accepted:
             raise BenchmarkError(f"no update was accepted: {_errors(results)}")
@@ -184,7 +194,11 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         compiles = await completion.list_compiles(client, stop_at=before_load)
         verified = await completion.verify(client, [t for t in targets if t.id in accepted])
     analysis = completion.analyze(compiles, results)
-    return {**_summary(results, analysis, settled, verified), "cpu_during_load_s": cpu_load}
+    return {
+        **_summary(results, analysis, settled, verified),
+        "cpu_during_load_s": cpu_load,
+        "read_during_burst_s": _quantiles(reads),
+    }
 
 
 def _cpu_now(processes: Processes) -> dict[str, float | None]:

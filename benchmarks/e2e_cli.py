@@ -148,8 +148,12 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ("all accepted s", f"{r['all_accepted_s']:,.2f}"),
         ("accepted / errors", f"{r['accepted']:,} / {r['errors'] or 'none'}"),
     ]
-    for name, key in (("PATCH latency ms", "patch_latency_s"), ("completion latency ms", "completion_s")):
-        q = r[key] or {}
+    for name, key in (
+        ("PATCH latency ms", "patch_latency_s"),
+        ("GET of another port during the burst, ms", "read_during_burst_s"),
+        ("completion latency ms", "completion_s"),
+    ):
+        q = r.get(key) or {}
         rows.append(
             (f"{name} p50 / p95 / p99 / max", " / ".join(_ms(q.get(k)) for k in ("p50", "p95", "p99", "max")))
         )

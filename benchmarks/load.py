@@ -145,6 +145,30 @@ async def patch_all(
     return list(await asyncio.gather(*(one(t) for t in targets)))
 
 
+#: the reader beside the burst reads one instance this often (seconds)
+READ_EVERY_S = 0.02
+
+
+async def read_during(base_url: str, path: str, burst: asyncio.Task[Any]) -> list[float]:
+    """GET ``path`` every ``READ_EVERY_S`` until ``burst`` is done: each read's latency (s).
+
+    Why: an operator's console and scripts keep reading while a burst of changes goes in; the
+    burst's own PATCH latency says nothing about whether they still get answers. A read that
+    fails is a failed run, not a slow read.
+    """
+    url = httpx.URL(base_url)
+    host, port = url.host, url.port or 80
+    latencies: list[float] = []
+    while not burst.done():
+        started = time.perf_counter()
+        answer = await rawhttp.request(host, port, "GET", path)
+        if answer.status != 200:
+            raise BenchmarkError(f"GET {path} during the burst answered {answer.status}")
+        latencies.append(time.perf_counter() - started)
+        await asyncio.sleep(READ_EVERY_S)
+    return latencies
+
+
 def client_limits(concurrency: int) -> httpx.Limits:
     """A connection per request in flight (httpx's default pool of 100 would queue the rest
     on the client side and count that wait as server latency)."""
