@@ -233,44 +233,49 @@ class CompileQueue:
             session.connection(), batch.leader.env_id, batch.kind.value, status.value, report.get("timings")
         )
 
-    def finish_many(self, outcomes: list[tuple[Batch, str, dict[str, Any]]]) -> None:
-        """Finish many batches in one transaction (a round of validations); a batch whose lease
-        was lost is skipped, the others are recorded.
+    def finish_many(
+        self, outcomes: list[tuple[Batch, str, dict[str, Any]]], *, session: Session | None = None
+    ) -> None:
+        """Finish many batches in one transaction (a round of validations; in ``session`` when
+        given); a batch whose lease was lost is skipped, the others are recorded.
 
         The common case (every lease still held, no merged requests) is one ``executemany``;
         otherwise, or when a lease was lost, request by request under savepoints.
         """
-        with self.db.write() as session:
-            if all(batch.owner and not batch.merged for batch, _, _ in outcomes):
-                finishes = [
-                    sql.Finish(
-                        batch.leader.id,
-                        batch.owner,
-                        CompileStatus(status),
-                        {**report, "worker": worker_of(batch.owner)},
+        if session is None:
+            with self.db.write() as own:
+                self.finish_many(outcomes, session=own)
+            return
+        if all(batch.owner and not batch.merged for batch, _, _ in outcomes):
+            finishes = [
+                sql.Finish(
+                    batch.leader.id,
+                    batch.owner,
+                    CompileStatus(status),
+                    {**report, "worker": worker_of(batch.owner)},
+                )
+                for batch, status, report in outcomes
+            ]
+            try:
+                with session.begin_nested():
+                    if not sql.finish_fenced(session, finishes, now=utcnow()):
+                        raise LeaseLost("a lease of the round was lost")
+                    metric_counters.count_compiles(  # counted with what they count
+                        session.connection(),
+                        (
+                            (b.leader.env_id, b.kind.value, CompileStatus(st).value, r.get("timings"))
+                            for b, st, r in outcomes
+                        ),
                     )
-                    for batch, status, report in outcomes
-                ]
-                try:
-                    with session.begin_nested():
-                        if not sql.finish_fenced(session, finishes, now=utcnow()):
-                            raise LeaseLost("a lease of the round was lost")
-                        metric_counters.count_compiles(  # counted with what they count
-                            session.connection(),
-                            (
-                                (b.leader.env_id, b.kind.value, CompileStatus(st).value, r.get("timings"))
-                                for b, st, r in outcomes
-                            ),
-                        )
-                    return
-                except LeaseLost:
-                    pass  # rolled back: find out which, one by one
-            for batch, status, report in outcomes:
-                try:
-                    with session.begin_nested():
-                        self.finish(batch, status=status, report=report, session=session)
-                except LeaseLost:
-                    continue
+                return
+            except LeaseLost:
+                pass  # rolled back: find out which, one by one
+        for batch, status, report in outcomes:
+            try:
+                with session.begin_nested():
+                    self.finish(batch, status=status, report=report, session=session)
+            except LeaseLost:
+                continue
 
     def _expiry(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.lease_ttl)

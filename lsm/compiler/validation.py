@@ -256,18 +256,27 @@ class ValidationBatches:
         return _Result(planned, success, message, dict(allocations), report)
 
     def _apply(self, ctx: EnvironmentContext, results: list[_Result]) -> None:
-        """Apply a round's outcomes, then finish its requests (in that order: after a crash in
-        between, a resumed request finds its instance moved on and ends as stale).
+        """Apply a round's outcomes and finish its requests.
 
         The outcomes of one round go through the orchestration in ONE transaction (their
-        instances are disjoint: nothing one outcome does is seen by another); when any is refused
-        (allocated values the entity does not accept), each is applied on its own instead, and the
-        refused candidates are rejected with the reason.
+        instances are disjoint: nothing one outcome does is seen by another), and the requests
+        are finished in that same transaction: one wait for the write lock per round instead of
+        two, and no crash can leave outcomes applied with their requests still running. When
+        any outcome is refused (allocated values the entity does not accept), each is applied
+        on its own instead, the refused candidates are rejected with the reason, and the
+        requests are finished after them (a crash in between: a resumed request finds its
+        instance moved on and ends as stale).
         """
         if not results:
             return
+        finishes = [(r.planned.batch, "success" if r.success else "failed", r.report) for r in results]
         try:
-            self.orchestrator.execute_many(ctx, [r.outcome() for r in results])
+            self.orchestrator.execute_many(
+                ctx,
+                [r.outcome() for r in results],
+                then=lambda session: self.queue.finish_many(finishes, session=session),
+            )
+            return
         except LsmError:
             for result in results:
                 self._apply_one(ctx, result)

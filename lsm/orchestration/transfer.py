@@ -153,7 +153,12 @@ class Orchestrator:
         return row
 
     def execute_many(
-        self, ctx: EnvironmentContext, commands: list[Command], *, origin: Origin | None = None
+        self,
+        ctx: EnvironmentContext,
+        commands: list[Command],
+        *,
+        origin: Origin | None = None,
+        then: Callable[[Session], None] | None = None,
     ) -> list[InstanceRow]:
         """Apply every command in ONE transaction, all or nothing; the instances, in order.
 
@@ -162,7 +167,8 @@ class Orchestrator:
         next one looks), and when any item is refused nothing is written and one error names
         every refused item (``lsm.orchestration.batch``). The auto transfers that follow run in
         the same transaction, in rounds (``_chain``); when one is refused, the batch is
-        committed without them and they run afterwards, a transaction per round.
+        committed without them and they run afterwards, a transaction per round. ``then`` runs
+        last in the same transaction (a validation round records its compiles' ends there).
         """
         check_size(commands)
         origin = origin or SYSTEM
@@ -193,6 +199,8 @@ class Orchestrator:
                 follow_ups = [o.origin.follow_up() for o in outcomes]
                 chained = self._chain(transaction, rows, executed, follow_ups)
                 transaction.write_pending()
+                if then is not None:
+                    then(session)
         except IntegrityError as exc:
             if "identity" in str(exc.orig).lower():
                 raise IdentityConflict(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -226,3 +227,39 @@ def test_a_validation_waits_for_an_older_one_of_its_tree_held_by_another_worker(
     assert runner.validations.run(ctx, mine) == []  # now the port's runs, and sees its router
     assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port).state == "creating"
     assert validation_reports(engine)[port]["status"] == "success"
+
+
+def test_a_rounds_outcomes_and_the_ends_of_its_requests_commit_together(
+    engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording the requests' ends fails (the disk, say): the outcomes are rolled back with them,
+    so the requests stay running for a resume, not finished-looking with nothing applied or
+    applied with nothing finished."""
+    engine = engine_factory(ROUTER_PORT)
+    ctx = engine.context(None)
+    runner = engine.processing.runner
+    (owner,) = routers(engine, 1)
+    port = engine.facades.inventory.create_instance(
+        RequestContext.local(), "port", {"name": "eth0", "router": owner}
+    )
+    batches = runner.queue.claim_validations(ctx.env_id, runner.queue.new_owner("w"), limit=10)
+    assert [b.leader.instance_id for b in batches] == [port.id]
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("disk gone while finishing the round")
+
+    monkeypatch.setattr(runner.queue, "finish_many", broken)
+    with pytest.raises(RuntimeError, match="disk gone"):
+        runner.validations.run(ctx, batches)
+    monkeypatch.undo()
+
+    stored = engine.facades.inventory.get_instance(RequestContext.local(), "port", port.id)
+    assert (stored.state, stored.version) == (port.state, port.version)  # nothing applied
+    (request,) = [
+        c
+        for c in engine.facades.compiles.list_compiles(RequestContext.local())
+        if c.id == batches[0].leader.id
+    ]
+    assert request.status == "running"  # still held: resumed or taken over, never lost
+    assert runner.validations.run(ctx, batches) == []  # the same worker runs it again: it passes
+    assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port.id).state == "creating"
