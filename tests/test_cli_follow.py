@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.api.fixtures import engine, url
+from tests.waiting import wait_until
 
 __all__ = ["engine", "url"]
 
@@ -129,13 +130,6 @@ def relay(url: str) -> Iterator[Relay]:
     made = Relay((parsed.host, parsed.port or 80))
     yield made
     made.close()
-
-
-def wait_until(condition: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.02)
 
 
 def test_follow_prints_new_lines_resumes_after_a_dropped_connection_and_stops_on_ctrl_c(

@@ -9,7 +9,6 @@ the read is made; nothing waits on luck.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import httpx
@@ -17,18 +16,11 @@ import httpx
 from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import served_url
 from tests.orchestration.helpers import Driver
+from tests.waiting import wait_until
 
 WAIT_S = 60.0
 #: more than the default pool's 40 threads, no more than the lane's 64
 CHANGES = 50
-
-
-def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
@@ -62,7 +54,7 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
         try:
             for sender in senders:
                 sender.start()
-            _wait_for(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting for the commit")
+            wait_until(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting for the commit")
             read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
             assert read.status_code == 200
             assert read.json()["version"] == things[0].version  # read while its change still waits

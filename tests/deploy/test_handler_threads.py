@@ -4,19 +4,11 @@ it runs Python code, and its thread is replaced at once either way."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from lsm.deploy.handler_threads import HandlerGivenUp, HandlerThreads
-
-
-def _until(condition: object, what: str) -> None:
-    for _ in range(6000):  # a bound on the wait, not a speed check
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
+from tests.waiting import wait_until
 
 
 def test_a_call_in_an_endless_python_loop_is_stopped_and_its_thread_replaced() -> None:
@@ -38,7 +30,7 @@ def test_a_call_in_an_endless_python_loop_is_stopped_and_its_thread_replaced() -
     after = threads.submit(lambda: "ran")
     threads.abandon(spinning)
     assert after.result(timeout=60) == "ran"  # on the replacement thread
-    _until(lambda: threads.lingering == 0, "the spinning thread ends")
+    wait_until(lambda: threads.lingering == 0, "the spinning thread ends")
     assert len(stopped) == 1 and threads.given_up == 1
     assert not spinning.done()  # its caller stopped waiting: nothing is set on it any more
     threads.shutdown()
@@ -54,7 +46,7 @@ def test_errors_reach_the_caller_and_shutdown_cancels_what_has_not_started() -> 
     with pytest.raises(ValueError, match="handler error"):
         threads.submit(fail).result(timeout=60)
     blocking = threads.submit(gate.wait)
-    _until(lambda: blocking.running(), "the blocking call runs")
+    wait_until(lambda: blocking.running(), "the blocking call runs")
     queued = threads.submit(lambda: "never")
     threads.shutdown()
     assert queued.cancelled()

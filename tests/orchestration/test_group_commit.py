@@ -8,7 +8,6 @@ test are queued, so they are sure to share one transaction; nothing waits on luc
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +24,7 @@ from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
+from tests.waiting import wait_until
 
 WAIT_S = 60.0
 
@@ -41,14 +41,6 @@ def _group(engine: ApiRuntime) -> GroupCommit:
     return group
 
 
-def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
-
-
 @contextmanager
 def _gated(group: GroupCommit, expected: int) -> Iterator[None]:
     """Hold the writer until ``expected`` more items are queued behind the gate, then let go."""
@@ -63,7 +55,7 @@ def _gated(group: GroupCommit, expected: int) -> Iterator[None]:
     assert entered.wait(WAIT_S)
     try:
         yield
-        _wait_for(lambda: group._queue.qsize() >= expected, f"{expected} queued items")
+        wait_until(lambda: group._queue.qsize() >= expected, f"{expected} queued items")
     finally:
         release.set()
         holder.join(WAIT_S)

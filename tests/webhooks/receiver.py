@@ -124,11 +124,3 @@ def running_receiver() -> Iterator[Receiver]:
         server.shutdown()
         server.server_close()
         thread.join(10)
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition`` until it holds; fail the test after ``DEADLINE`` seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {DEADLINE}s"
-        time.sleep(0.02)

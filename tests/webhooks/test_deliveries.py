@@ -17,8 +17,9 @@ from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.webhooks import CreateWebhook, DeliveryOut
 from tests.deploy import file_model
+from tests.waiting import wait_until
 from tests.webhooks.conftest import FILE_MODEL, fast_config
-from tests.webhooks.receiver import Receiver, event_of, wait_until
+from tests.webhooks.receiver import Receiver, event_of
 
 LOCAL = RequestContext.local()
 SECRET = "s3cret-for-the-tests-0123456789"
