@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session
 
 from lsm.inventory import compile_queue as sql
 from lsm.inventory import metric_counters
+from lsm.inventory.batches import aware
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind, CompileStatus
@@ -287,9 +288,4 @@ def worker_of(owner: str) -> str:
 
 
 def _too_recent(created_at: datetime, now: datetime, backoff: float) -> bool:
-    return backoff > 0 and _as_utc(created_at) > now - timedelta(seconds=backoff)
-
-
-def _as_utc(value: datetime) -> datetime:
-    """SQLite hands back naive datetimes; they were written in UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return backoff > 0 and aware(created_at) > now - timedelta(seconds=backoff)

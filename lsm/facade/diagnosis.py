@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import RowMapping
@@ -31,6 +31,7 @@ from sqlmodel import Session
 
 from lsm.deploy.agent import lease_name
 from lsm.inventory import deploy_queries, diagnosis_queries
+from lsm.inventory.batches import aware
 from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.model.meta import MetaError, meta_of
@@ -41,11 +42,6 @@ from lsm.services.singleton import NAME as SQLITE_WORKER
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")
 _OWNER = re.compile(r"@(?P<host>[^:/]+):(?P<pid>\d+):")
-
-
-def aware(at: datetime) -> datetime:
-    """A stored time, timezone-aware (SQLite keeps no offset; every stored time is UTC)."""
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def clock(at: datetime | None) -> str:

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ from lsm.facade.core import Core
 from lsm.facade.holdback import Holdback, gap_starts
 from lsm.facade.signal import Listener
 from lsm.inventory import feed
+from lsm.inventory.batches import aware
 from lsm.schemas.events import (
     COMPILE_FINISHED,
     DEPLOY_OUTCOME,
@@ -242,13 +243,9 @@ def _outcome(values: Mapping[str, Any]) -> _Pending:
         status=values["status"],
         agent=values["agent"],
         error=str(errors[-1]) if errors else None,
-        time=_aware(ended),
+        time=aware(ended),
     )
     return _Pending(_naive(ended), 2, DEPLOY_OUTCOME, data, {"action_id": values["id"]})
-
-
-def _aware(at: datetime) -> datetime:
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _naive(at: datetime) -> datetime:

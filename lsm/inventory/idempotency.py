@@ -10,13 +10,14 @@ answer's body. Rows older than ``KEY_TTL`` are ignored and deleted as new keys a
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Column, Index, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col
 
+from lsm.inventory.batches import aware
 from lsm.inventory.database import Database, JsonType
 from lsm.inventory.tables import utcnow
 from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
@@ -49,14 +50,9 @@ def find_key(
     """The live (not expired) row of ``key`` in ``env_id``."""
     oldest = (now or utcnow()) - KEY_TTL
     row = session.get(IdempotencyKeyRow, (env_id, key))
-    if row is None or _aware(row.created_at) < oldest:
+    if row is None or aware(row.created_at) < oldest:
         return None
     return row
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; they are UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def remember_key(db: Database, row: IdempotencyKeyRow) -> IdempotencyKeyRow:
