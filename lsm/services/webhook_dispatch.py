@@ -115,6 +115,10 @@ class WebhookDispatcher:
         """One round over every active webhook; the number of deliveries queued."""
         with self.db.read() as session:
             hooks = store.every_active(session.connection())
+        # a removed or paused webhook's hold-back goes with it (a paused one starts afresh)
+        active = {hook["id"] for hook in hooks}
+        for gone in [h for h in self._holdbacks if h not in active]:
+            del self._holdbacks[gone]
         queued = 0
         for hook in hooks:
             try:
