@@ -314,7 +314,8 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def test_lsm_server_serves_until_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("access_log", [True, False], ids=["access-log", "no-access-log"])
+def test_lsm_server_serves_until_interrupted(tmp_path: Path, access_log: bool) -> None:
     port = _free_port()
     # the test lifecycle comes from ./lsm.toml, the rest from the command line
     (tmp_path / "lsm.toml").write_text(f"lifecycle_dirs = [{json.dumps(str(LIFECYCLES))}]\n")
@@ -330,6 +331,7 @@ def test_lsm_server_serves_until_interrupted(tmp_path: Path) -> None:
             str(port),
             "--database",
             f"sqlite:///{tmp_path / 'server.db'}",
+            *([] if access_log else ["--no-access-log"]),
         ],
         cwd=tmp_path,
         env=_environment(),
@@ -356,6 +358,8 @@ def test_lsm_server_serves_until_interrupted(tmp_path: Path) -> None:
     assert {e["name"] for e in catalog} == {"router", "port", "note"}
     assert process.returncode == 0, output
     assert (tmp_path / "server.db").exists()
+    # uvicorn's line per request: on by default, gone with --no-access-log
+    assert ('"GET /lsm/v1/service_catalog HTTP/1.1" 200' in output) is access_log, output
 
 
 def test_lsm_server_with_a_bad_model_says_so(tmp_path: Path) -> None:

@@ -234,6 +234,13 @@ def server(
             "with `lsm worker` (and `lsm agent`) in processes of their own.",
         ),
     ] = True,
+    access_log: Annotated[
+        bool | None,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="Log a line per HTTP request (default; or LSM_ACCESS_LOG=0, access_log = false).",
+        ),
+    ] = None,
 ) -> None:
     """Run the API with its embedded compile worker and deploy agent until interrupted."""
     import uvicorn
@@ -255,6 +262,7 @@ def server(
             model_dirs=model_dir or None,
             insecure=insecure or None,
             auth_enabled=auth,
+            access_log=access_log,
         )
         check_listen(settings)
         runtime = build_api(settings.model_copy(update={"embedded_agent": agent, "embedded_worker": worker}))
@@ -265,7 +273,13 @@ def server(
             f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url}); "
             f"authentication {state}"
         )
-        uvicorn.run(runtime.app, host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(
+            runtime.app,
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            access_log=settings.access_log,
+        )
     finally:
         runtime.stop()
 

@@ -56,6 +56,17 @@ def test_environment_variables_override_the_file(tmp_path: Path, monkeypatch: py
     assert load_config(config_file).database_url == f"sqlite:///{tmp_path / 'env.db'}"
 
 
+def test_the_access_log_is_on_unless_the_file_the_environment_or_the_command_turns_it_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LSM_ACCESS_LOG", raising=False)
+    assert load_config(write_toml(tmp_path, "")).access_log is True
+    assert load_config(write_toml(tmp_path, "access_log = false\n")).access_log is False
+    monkeypatch.setenv("LSM_ACCESS_LOG", "0")
+    assert load_config(write_toml(tmp_path, "")).access_log is False
+    assert load_config(write_toml(tmp_path, ""), access_log=True).access_log is True  # the command wins
+
+
 def test_bad_configuration_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="colour"):
         load_config(write_toml(tmp_path, 'colour = "blue"\n'))
