@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -22,6 +23,7 @@ from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
 from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
+from lsm.inventory.tables import EventRow
 from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
 from lsm.orchestration.imports import import_instances
@@ -29,6 +31,17 @@ from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
 from lsm.schemas.deploy import DeploymentProgress, ResourceStatus
 from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
 from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
+
+
+@dataclass(frozen=True)
+class InstancePage:
+    """One instance and everything about it, from one snapshot (``InventoryFacade.instance_page``)."""
+
+    instance: InstanceOut
+    diagnosis: DiagnosisOut
+    log: list[EventOut]
+    resources: list[InstanceResourceOut]
+    owned: list[InstanceOut]
 
 
 class InventoryFacade:
@@ -282,25 +295,65 @@ class InventoryFacade:
         """Why the instance is where it is: the causal chain (``lsm.facade.diagnosis``) and its
         summary, then the facts: allowed transfers, last error, compiles, failed resources."""
         env, instance = self._find(ctx, entity, ref)
-        binding = env.binding(entity)
         with self.core.db.read() as session:
             deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
             resources, progress = self._resources_from(session, env, deploy)
-            instance = instance.model_copy(update={"deployment_progress": progress})
-            allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
-            validation = repo.last_validation_compile(session, env.env_id, instance.id)
-            pending = repo.pending_compile_for(session, env.env_id, instance.id)
             events = repo.list_events(session, instance.id)
-            situation = Situation(
-                env_id=env.env_id,
-                instance=instance,
-                transfers=[(a["trigger"], a["target"]) for a in allowed],
-                events=events,
-                validation=validation,
-                pending=pending,
-                deploy=deploy,
+            return self._diagnosis(session, env, entity, instance, deploy, resources, progress, events)
+
+    def instance_page(
+        self, ctx: RequestContext, entity: str, ref: str, *, owned_limit: int = 100
+    ) -> InstancePage:
+        """What the console's instance page shows, read in ONE snapshot: the instance, its
+        diagnosis, its whole event log, its resources and the instances it owns.
+
+        Why one call: read section by section (``get_instance``, ``diagnose``, ``instance_log``,
+        ``instance_resources``, ``owned_instances``), the page found the instance five times, read
+        its deploy state three times and its whole event log twice, each in a transaction of its
+        own, so a change between two of them showed a diagnosis that disagreed with the log.
+        """
+        env, instance = self._find(ctx, entity, ref)
+        with self.core.db.read() as session:
+            deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
+            resources, progress = self._resources_from(session, env, deploy)
+            events = repo.list_events(session, instance.id)
+            diagnosis = self._diagnosis(session, env, entity, instance, deploy, resources, progress, events)
+            owned = repo.list_owned(session, env.env_id, instance.id, limit=owned_limit)
+            return InstancePage(
+                instance=diagnosis.instance,
+                diagnosis=diagnosis,
+                log=[event_out(e) for e in events],
+                resources=resources,
+                owned=[instance_out(r) for r in owned],
             )
-            chain = Diagnosis(session, situation).chain()
+
+    def _diagnosis(
+        self,
+        session: Session,
+        env: EnvironmentContext,
+        entity: str,
+        instance: InstanceOut,
+        deploy: DeployState,
+        resources: list[InstanceResourceOut],
+        progress: DeploymentProgress,
+        events: list[EventRow],
+    ) -> DiagnosisOut:
+        """``diagnose`` from what was read already, in ``session``'s snapshot."""
+        binding = env.binding(entity)
+        instance = instance.model_copy(update={"deployment_progress": progress})
+        allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
+        validation = repo.last_validation_compile(session, env.env_id, instance.id)
+        pending = repo.pending_compile_for(session, env.env_id, instance.id)
+        situation = Situation(
+            env_id=env.env_id,
+            instance=instance,
+            transfers=[(a["trigger"], a["target"]) for a in allowed],
+            events=events,
+            validation=validation,
+            pending=pending,
+            deploy=deploy,
+        )
+        chain = Diagnosis(session, situation).chain()
         last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
         symptom = f"{display_name(instance, binding.identity)} is in `{instance.state}`"
         return DiagnosisOut(

@@ -50,13 +50,17 @@ TIMELINE_SHOWN = 200
 
 
 def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) -> dict[str, Any]:
-    """Everything the instance page shows, read through the facades (one call each)."""
+    """Everything the instance page shows: the instance and what is about it in one snapshot
+    (``InventoryFacade.instance_page``), its entity and its owner."""
     found = facades.catalog.get_entity(ctx, entity, summary=False)
-    instance = facades.inventory.get_instance(ctx, entity, ref)
-    diagnosis = facades.inventory.diagnose(ctx, entity, instance.id)
-    log = facades.inventory.instance_log(ctx, entity, instance.id)
-    resources = facades.inventory.instance_resources(ctx, entity, instance.id)
-    owned = facades.inventory.owned_instances(ctx, entity, instance.id, limit=OWNED_SHOWN + 1)
+    shown = facades.inventory.instance_page(ctx, entity, ref, owned_limit=OWNED_SHOWN + 1)
+    instance, diagnosis, log, resources, owned = (
+        shown.instance,
+        shown.diagnosis,
+        shown.log,
+        shown.resources,
+        shown.owned,
+    )
     owner = None
     if instance.owner and found.owner:
         try:
