@@ -150,9 +150,19 @@ def test_deliveries_survive_a_restart_and_arrive_once_each(
 
     for instance in (early, late):
         receiver.wait_for(event_of("instance_state", instance_id=instance.id, target="start"), "a create")
-    wait_until(
-        lambda: all(d.status == "delivered" for d in _deliveries(idle, hook)), "every delivery recorded"
-    )
+
+    def quiet() -> bool:
+        """Nothing left to compile (so no new event line can come: there is no agent), and every
+        event line of both routers delivered. Waiting only for "every delivery so far delivered"
+        could pass before the late router's validation added its lines and their deliveries."""
+        compiles = idle.facades.compiles.list_compiles(LOCAL, limit=1000)
+        if any(c.status in ("queued", "running") for c in compiles):
+            return False
+        lines = sum(len(idle.facades.inventory.instance_log(LOCAL, "router", i.id)) for i in (early, late))
+        deliveries = _deliveries(idle, hook)
+        return len(deliveries) == lines and all(d.status == "delivered" for d in deliveries)
+
+    wait_until(quiet, "every event line delivered, nothing left to compile")
 
     ok = Counter(r.headers["X-LSM-Delivery"] for r in receiver.requests if r.answered == 200)
     assert ok and set(ok.values()) == {1}
