@@ -207,10 +207,15 @@ class InventoryFacade:
 
     def _find(self, ctx: RequestContext, entity: str, ref: str) -> tuple[EnvironmentContext, InstanceOut]:
         env = self._env(ctx)
-        binding = env.binding(entity)
         with self.core.db.read() as session:
-            row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
-        return env, instance_out(row)
+            return env, self._found(session, env, entity, ref)
+
+    @staticmethod
+    def _found(session: Session, env: EnvironmentContext, entity: str, ref: str) -> InstanceOut:
+        """The instance ``ref`` of ``entity``, read in ``session``."""
+        binding = env.binding(entity)
+        row = repo.find_instance(session, env.env_id, binding.name, ref, identity_attr=binding.identity)
+        return instance_out(row)
 
     def owned_instances(
         self, ctx: RequestContext, entity: str, ref: str, *, limit: int = 100
@@ -294,12 +299,10 @@ class InventoryFacade:
     def diagnose(self, ctx: RequestContext, entity: str, ref: str) -> DiagnosisOut:
         """Why the instance is where it is: the causal chain (``lsm.facade.diagnosis``) and its
         summary, then the facts: allowed transfers, last error, compiles, failed resources."""
-        env, instance = self._find(ctx, entity, ref)
+        env = self._env(ctx)
         with self.core.db.read() as session:
-            deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
-            resources, progress = self._resources_from(session, env, deploy)
-            events = repo.list_events(session, instance.id)
-            return self._diagnosis(session, env, entity, instance, deploy, resources, progress, events)
+            instance = self._found(session, env, entity, ref)
+            return self._about(session, env, entity, instance)[0]
 
     def instance_page(
         self, ctx: RequestContext, entity: str, ref: str, *, owned_limit: int = 100
@@ -312,12 +315,10 @@ class InventoryFacade:
         its deploy state three times and its whole event log twice, each in a transaction of its
         own, so a change between two of them showed a diagnosis that disagreed with the log.
         """
-        env, instance = self._find(ctx, entity, ref)
+        env = self._env(ctx)
         with self.core.db.read() as session:
-            deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
-            resources, progress = self._resources_from(session, env, deploy)
-            events = repo.list_events(session, instance.id)
-            diagnosis = self._diagnosis(session, env, entity, instance, deploy, resources, progress, events)
+            instance = self._found(session, env, entity, ref)
+            diagnosis, events, resources = self._about(session, env, entity, instance)
             owned = repo.list_owned(session, env.env_id, instance.id, limit=owned_limit)
             return InstancePage(
                 instance=diagnosis.instance,
@@ -327,18 +328,14 @@ class InventoryFacade:
                 owned=[instance_out(r) for r in owned],
             )
 
-    def _diagnosis(
-        self,
-        session: Session,
-        env: EnvironmentContext,
-        entity: str,
-        instance: InstanceOut,
-        deploy: DeployState,
-        resources: list[InstanceResourceOut],
-        progress: DeploymentProgress,
-        events: list[EventRow],
-    ) -> DiagnosisOut:
-        """``diagnose`` from what was read already, in ``session``'s snapshot."""
+    def _about(
+        self, session: Session, env: EnvironmentContext, entity: str, instance: InstanceOut
+    ) -> tuple[DiagnosisOut, list[EventRow], list[InstanceResourceOut]]:
+        """The diagnosis of ``instance`` in ``session``'s snapshot, with the event log and the
+        resources it was made from (the instance page shows them too)."""
+        deploy = deploy_queries.instance_deploy_state(session, env.env_id, instance.id)
+        resources, progress = self._resources_from(session, env, deploy)
+        events = repo.list_events(session, instance.id)
         binding = env.binding(entity)
         instance = instance.model_copy(update={"deployment_progress": progress})
         allowed = self.core.lifecycles.machine(binding.lifecycle).allowed(instance.state)
@@ -356,7 +353,7 @@ class InventoryFacade:
         chain = Diagnosis(session, situation).chain()
         last_error = next((event_out(e) for e in reversed(events) if e.is_error), None)
         symptom = f"{display_name(instance, binding.identity)} is in `{instance.state}`"
-        return DiagnosisOut(
+        diagnosis = DiagnosisOut(
             cause=chain,
             summary=summary(symptom, chain),
             instance=instance,
@@ -368,3 +365,4 @@ class InventoryFacade:
             resources=[r for r in resources if r.status in ("failed", "skipped")],
             deployment_progress=progress,
         )
+        return diagnosis, events, resources
