@@ -269,20 +269,21 @@ class ValidationBatches:
         """
         if not results:
             return
-        finishes = [(r.planned.batch, "success" if r.success else "failed", r.report) for r in results]
+
+        def finishes() -> list[tuple[Batch, str, dict[str, Any]]]:  # as the results stand now
+            return [(r.planned.batch, "success" if r.success else "failed", r.report) for r in results]
+
         try:
             self.orchestrator.execute_many(
                 ctx,
                 [r.outcome() for r in results],
-                then=lambda session: self.queue.finish_many(finishes, session=session),
+                then=lambda session: self.queue.finish_many(finishes(), session=session),
             )
             return
         except LsmError:
             for result in results:
-                self._apply_one(ctx, result)
-        self.queue.finish_many(
-            [(r.planned.batch, "success" if r.success else "failed", r.report) for r in results]
-        )
+                self._apply_one(ctx, result)  # may turn a success into a rejection
+        self.queue.finish_many(finishes())
 
     def _apply_one(self, ctx: EnvironmentContext, result: _Result) -> None:
         try:

@@ -22,11 +22,11 @@ def chunks(values: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield values[start : start + size]
 
 
-def utc(value: datetime | None) -> datetime | None:
-    """A timestamp read back, timezone-aware: SQLite keeps no offset, and every stored time is UTC."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def aware(value: datetime) -> datetime:
-    """``utc`` for a timestamp that is never ``None``."""
+    """A timestamp read back, timezone-aware: SQLite keeps no offset, and every stored time is UTC."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """``aware`` for a timestamp that may be ``None``."""
+    return None if value is None else aware(value)

@@ -117,8 +117,7 @@ class WebhookDispatcher:
             hooks = store.every_active(session.connection())
         # a removed or paused webhook's hold-back goes with it (a paused one starts afresh)
         active = {hook["id"] for hook in hooks}
-        for gone in [h for h in self._holdbacks if h not in active]:
-            del self._holdbacks[gone]
+        self._holdbacks = {h: held for h, held in self._holdbacks.items() if h in active}
         queued = 0
         for hook in hooks:
             try:
