@@ -15,7 +15,7 @@ import httpx
 
 from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import served_url
-from tests.orchestration.helpers import Driver
+from tests.orchestration.helpers import Driver, gated
 from tests.waiting import wait_until
 
 WAIT_S = 60.0
@@ -31,13 +31,7 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
     assert group is not None
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(CHANGES)]
-    entered, release = threading.Event(), threading.Event()
     answers: dict[str, int] = {}
-
-    def gate(_session: object) -> None:
-        entered.set()
-        release.wait(WAIT_S)
-
     with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S) as http:
 
         def patch(thing_id: str, version: int) -> None:
@@ -47,23 +41,20 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
             )
             answers[thing_id] = response.status_code
 
-        holder = threading.Thread(target=group.run, args=(gate,))
-        holder.start()
-        assert entered.wait(WAIT_S)
         senders = [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
         try:
-            for sender in senders:
-                sender.start()
-            wait_until(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting for the commit")
-            read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
-            assert read.status_code == 200
-            assert read.json()["version"] == things[0].version  # read while its change still waits
-            assert not answers  # every change is still waiting for the gate
+            with gated(group):
+                for sender in senders:
+                    sender.start()
+                wait_until(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting")
+                read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
+                assert read.status_code == 200
+                assert read.json()["version"] == things[0].version  # read while its change still waits
+                assert not answers  # every change is still waiting for the gate
         finally:
-            release.set()
-            holder.join(WAIT_S)
             for sender in senders:
-                sender.join(WAIT_S)
+                if sender.ident is not None:
+                    sender.join(WAIT_S)
 
     assert answers == {t.id: 200 for t in things}
     assert all(driver.get(t).version == t.version + 1 for t in things)

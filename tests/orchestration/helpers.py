@@ -1,13 +1,42 @@
-"""A driver that walks instances through lifecycles with injected compile and deploy outcomes."""
+"""A driver that walks instances through lifecycles with injected compile and deploy outcomes,
+and a gate that holds the group-commit writer while a test queues work behind it."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from sqlmodel import Session
 
 from lsm.facade import RequestContext
 from lsm.orchestration import ResourceOutcome, ValidationOutcome
+from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
+from tests.waiting import DEFAULT_SECONDS, wait_until
+
+
+@contextmanager
+def gated(group: GroupCommit, expected: int = 0) -> Iterator[None]:
+    """Hold the writer on a gate (a work item that waits) for the block, and after it until
+    ``expected`` more items are queued behind the gate; then let go."""
+    entered, release = threading.Event(), threading.Event()
+
+    def gate(_session: Session) -> None:
+        entered.set()
+        release.wait(DEFAULT_SECONDS)
+
+    holder = threading.Thread(target=group.run, args=(gate,))
+    holder.start()
+    assert entered.wait(DEFAULT_SECONDS)
+    try:
+        yield
+        wait_until(lambda: group._queue.qsize() >= expected, f"{expected} queued items")
+    finally:
+        release.set()
+        holder.join(DEFAULT_SECONDS)
 
 
 class Driver:

@@ -8,8 +8,7 @@ test are queued, so they are sure to share one transaction; nothing waits on luc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,8 +22,7 @@ from lsm.inventory.tables import InstanceRow
 from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver
-from tests.waiting import wait_until
+from tests.orchestration.helpers import Driver, gated
 
 WAIT_S = 60.0
 
@@ -41,26 +39,6 @@ def _group(engine: ApiRuntime) -> GroupCommit:
     return group
 
 
-@contextmanager
-def _gated(group: GroupCommit, expected: int) -> Iterator[None]:
-    """Hold the writer until ``expected`` more items are queued behind the gate, then let go."""
-    entered, release = threading.Event(), threading.Event()
-
-    def gate(_session: Session) -> None:
-        entered.set()
-        release.wait(WAIT_S)
-
-    holder = threading.Thread(target=group.run, args=(gate,))
-    holder.start()
-    assert entered.wait(WAIT_S)
-    try:
-        yield
-        wait_until(lambda: group._queue.qsize() >= expected, f"{expected} queued items")
-    finally:
-        release.set()
-        holder.join(WAIT_S)
-
-
 def _run_all(calls: list[Callable[[], Any]], group: GroupCommit) -> list[Any]:
     """Run every call in its own thread behind a gate: each one's result or exception."""
     results: list[Any] = [None] * len(calls)
@@ -72,7 +50,7 @@ def _run_all(calls: list[Callable[[], Any]], group: GroupCommit) -> list[Any]:
             results[index] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    with _gated(group, len(calls)):
+    with gated(group, len(calls)):
         for thread in threads:
             thread.start()
     for thread in threads:
