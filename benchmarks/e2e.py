@@ -173,7 +173,8 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
             load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
         )
         # a port the burst does not change, read while it runs
-        untouched = next(p["id"] for p in ports if p["id"] not in {t.id for t in targets})
+        changed = {t.id for t in targets}
+        untouched = next(p["id"] for p in ports if p["id"] not in changed)
         try:
             reads = await load.read_during(base_url, f"{load.INVENTORY}/port/{untouched}", burst)
         except BaseException:

@@ -110,8 +110,7 @@ async def patch_all(
     costs the client O(connections) per request, and at 1,000 in flight the client, not the
     server, was the bottleneck.
     """
-    url = httpx.URL(base_url)
-    host, port = url.host, url.port or 80
+    host, port = _host_port(base_url)
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(target: Target) -> PatchResult:
@@ -156,8 +155,7 @@ async def read_during(base_url: str, path: str, burst: asyncio.Task[Any]) -> lis
     burst's own PATCH latency says nothing about whether they still get answers. A read that
     fails is a failed run, not a slow read.
     """
-    url = httpx.URL(base_url)
-    host, port = url.host, url.port or 80
+    host, port = _host_port(base_url)
     latencies: list[float] = []
     while not burst.done():
         started = time.perf_counter()
@@ -167,6 +165,11 @@ async def read_during(base_url: str, path: str, burst: asyncio.Task[Any]) -> lis
         latencies.append(time.perf_counter() - started)
         await asyncio.sleep(READ_EVERY_S)
     return latencies
+
+
+def _host_port(base_url: str) -> tuple[str, int]:
+    url = httpx.URL(base_url)
+    return url.host, url.port or 80
 
 
 def client_limits(concurrency: int) -> httpx.Limits:
