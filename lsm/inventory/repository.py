@@ -12,8 +12,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, or_
+from sqlalchemy import bindparam, delete, func, insert, or_, update
 from sqlalchemy import select as sa_select
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from lsm.errors import InvalidInput, UnknownCompile, UnknownEnvironment, UnknownInstance
@@ -285,6 +286,46 @@ def replace_references(
                 for a, t in sorted(new)
             ],
         )
+
+
+#: the columns a lifecycle step writes (``take_step``, ``write_steps``)
+STEP_COLUMNS = (
+    "state",
+    "candidate_attributes",
+    "active_attributes",
+    "rollback_attributes",
+    "version",
+    "desired_state_version",
+    "deleted",
+    "last_updated",
+)
+_INSTANCE = InstanceRow.__table__  # type: ignore[attr-defined]
+_WRITE_STEP = (
+    update(_INSTANCE)
+    .where(_INSTANCE.c.id == bindparam("b_id"))
+    .values({name: bindparam(name) for name in STEP_COLUMNS})
+)
+
+
+def take_step(row: InstanceRow, values: dict[str, Any]) -> None:
+    """Give the loaded ``row`` a lifecycle step's new ``values`` without marking it changed:
+    the caller writes them with ``write_steps``.
+
+    Why not the ORM's unit of work: a changed object costs its flush (change detection, the
+    UPDATE built per object) and, under a savepoint, its snapshot; a group-commit item paid about
+    0.2 ms for that, most of a PATCH's time under the database's write lock. The step's columns
+    are known, so one prebuilt UPDATE per step (an ``executemany`` per batch) writes the same
+    row.
+    """
+    for name, value in values.items():
+        set_committed_value(row, name, value)
+
+
+def write_steps(session: Session, steps: dict[str, dict[str, Any]]) -> None:
+    """Write lifecycle steps taken with ``take_step``: instance id -> its ``STEP_COLUMNS``
+    values, one ``executemany``."""
+    if steps:
+        session.connection().execute(_WRITE_STEP, [{"b_id": i, **values} for i, values in steps.items()])
 
 
 # -- events --------------------------------------------------------------------------------------

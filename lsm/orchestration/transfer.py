@@ -232,14 +232,17 @@ class Orchestrator:
         follow = self._follow(ctx, rows, executed)
         if not follow:
             return True
+        transaction.write_steps()  # what precedes the chain stays when the chain is undone
         mark = transaction.mark()
         try:
             with transaction.session.begin_nested():
                 while follow:
                     executed = _round(transaction, follow, rows, origins)
                     follow = self._follow(ctx, rows, executed)
+                transaction.write_steps()
         except LsmError:
             log.warning("an automatic transfer was refused; firing them after the commit", exc_info=True)
+            transaction.pending_steps.clear()
             transaction.undo_to(mark)
             for row in rows:
                 transaction.session.refresh(row)  # the savepoint's rollback expired them
@@ -388,6 +391,8 @@ class _Transaction:
         #: a batch inserts them once, after its last command, instead of after each one
         self.pending_events: list[dict[str, Any]] = []
         self.pending_compiles: list[dict[str, Any]] = []
+        #: lifecycle steps not written yet (``write_steps``): instance id -> its new columns
+        self.pending_steps: dict[str, dict[str, Any]] = {}
         self.deferred = False
         #: instances locked ahead by ``prefetch``
         self.locked: dict[str, InstanceRow] = {}
@@ -431,12 +436,26 @@ class _Transaction:
         """Insert the event lines and compile requests of the commands run so far: as values,
         one ``executemany`` per table (``lsm.inventory.row_values`` says why not ORM objects);
         in a group-commit item, the batch inserts them with its other items' rows."""
+        self.write_steps()
         compiles, events = self.pending_compiles, self.pending_events
         self.pending_compiles, self.pending_events = [], []
         if compiles and not defer_insert(self.session, COMPILE_TABLE, compiles):
             insert_requests(self.session, compiles)
         if events and not defer_insert(self.session, repo.EVENT_TABLE, events):
             repo.insert_events(self.session, events)
+
+    def take_step(self, row: InstanceRow, values: dict[str, Any]) -> None:
+        """``row`` takes a lifecycle step's new ``values`` now; they are written by the next
+        ``write_steps`` (one ``executemany`` for the steps taken since the last one)."""
+        repo.take_step(row, values)
+        self.pending_steps[row.id] = values
+
+    def write_steps(self) -> None:
+        """Write the steps taken since the last call. Called before anything that reads the
+        instance rows back from the database (a savepoint that may roll back and refresh them,
+        a create's flush) and by ``write_pending``: as the ORM's flush was, before."""
+        steps, self.pending_steps = self.pending_steps, {}
+        repo.write_steps(self.session, steps)
 
     def add_event(self, row: InstanceRow, **fields: Any) -> None:
         """An event line of ``row``, with who asked (inserted by ``write_pending``)."""
@@ -502,6 +521,7 @@ class _Transaction:
             identity=identity,
             owner_id=owner_id,
         )
+        self.write_steps()  # the flush wrote every changed instance of the transaction: so do we
         self.session.add(row)
         self.session.flush()
         lifecycle = self.ctx.lifecycle(binding)
@@ -681,20 +701,21 @@ class _Transaction:
         # the relation index follows the union of the three sets; a step that only moves values
         # between sets (promote, rollback) or changes no relation leaves it as it is
         refs_before = references_of(binding, row)
-        row.state = destination
-        row.candidate_attributes, row.active_attributes, row.rollback_attributes = (
-            sets.candidate,
-            sets.active,
-            sets.rollback,
+        self.take_step(
+            row,
+            {
+                "state": destination,
+                "candidate_attributes": sets.candidate,
+                "active_attributes": sets.active,
+                "rollback_attributes": sets.rollback,
+                "version": row.version + 1,
+                "desired_state_version": row.desired_state_version + (1 if changes_desired_state else 0),
+                "deleted": row.deleted or lifecycle.state(destination).deleted,
+                "last_updated": utcnow(),
+            },
         )
-        row.version += 1
-        row.last_updated = utcnow()
-        if lifecycle.state(destination).deleted:
-            row.deleted = True
         if changes_desired_state:
-            row.desired_state_version += 1
             self.request_export(row, f"{binding.name} {row.id}: {source} -> {destination}")
-        self.session.add(row)
         refs = references_of(binding, row)
         if refs != refs_before:
             repo.replace_references(self.session, self.ctx.env_id, row.id, refs)

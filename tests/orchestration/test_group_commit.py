@@ -19,6 +19,7 @@ from lsm.errors import Conflict, InvalidAttributes, LsmError, UnknownInstance, V
 from lsm.facade import RequestContext
 from lsm.inventory.repository import EVENT_TABLE, event_values
 from lsm.inventory.tables import InstanceRow
+from lsm.orchestration import transfer as transfer_module
 from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
@@ -207,6 +208,34 @@ def test_the_items_event_lines_are_inserted_once_for_the_batch_and_a_refused_ite
     for thing, log in zip(things[:3], logs, strict=False):
         assert _log_length(engine, thing) == log + 1
     assert _log_length(engine, things[3]) == logs[3]
+
+
+def test_an_item_refused_after_its_step_leaves_its_row_and_the_others_store_their_answers(
+    engine: ApiRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step is written with its item's other rows, after the item: an item refused once its
+    step was taken (here: on entering the new state) writes nothing of it."""
+    driver = Driver(engine)
+    things = [driver.reach("up") for _ in range(3)]
+    real = transfer_module._Transaction.after_entering
+
+    def after_entering(self: Any, row: InstanceRow) -> None:
+        if row.id == things[2].id:
+            raise Conflict("refused after its step was taken")
+        real(self, row)
+
+    monkeypatch.setattr(transfer_module._Transaction, "after_entering", after_entering)
+    results = _run_all([_update(engine, t.id, t.version, size=9) for t in things], _group(engine))
+
+    assert isinstance(results[2], Conflict), results[2]
+    for thing, answer in zip(things[:2], results[:2], strict=True):
+        assert isinstance(answer, InstanceOut), answer
+        now = driver.get(thing)
+        assert (now.state, now.version) == (answer.state, thing.version + 1) == ("update_start", now.version)
+        assert now.candidate_attributes == answer.candidate_attributes
+    untouched = driver.get(things[2])
+    assert (untouched.state, untouched.version) == ("up", things[2].version)
+    assert untouched.candidate_attributes == things[2].candidate_attributes
 
 
 def test_outside_a_group_nothing_is_deferred(engine: ApiRuntime) -> None:
