@@ -8,6 +8,7 @@ transaction (``Database.write()`` / ``Database.read()``).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -288,7 +289,8 @@ def replace_references(
         )
 
 
-#: the columns a lifecycle step writes (``take_step``, ``write_steps``)
+#: the columns a lifecycle step writes (``take_step``, ``write_steps``); the three attribute
+#: sets only when the step changed them
 STEP_COLUMNS = (
     "state",
     "candidate_attributes",
@@ -300,11 +302,16 @@ STEP_COLUMNS = (
     "last_updated",
 )
 _INSTANCE = InstanceRow.__table__  # type: ignore[attr-defined]
-_WRITE_STEP = (
-    update(_INSTANCE)
-    .where(_INSTANCE.c.id == bindparam("b_id"))
-    .values({name: bindparam(name) for name in STEP_COLUMNS})
-)
+
+
+@functools.cache
+def _step_statement(names: tuple[str, ...]) -> Any:
+    """The prebuilt UPDATE of an instance's ``names`` columns (one per set of columns)."""
+    return (
+        update(_INSTANCE)
+        .where(_INSTANCE.c.id == bindparam("b_id"))
+        .values({name: bindparam(name) for name in names})
+    )
 
 
 def take_step(row: InstanceRow, values: dict[str, Any]) -> None:
@@ -322,10 +329,14 @@ def take_step(row: InstanceRow, values: dict[str, Any]) -> None:
 
 
 def write_steps(session: Session, steps: dict[str, dict[str, Any]]) -> None:
-    """Write lifecycle steps taken with ``take_step``: instance id -> its ``STEP_COLUMNS``
-    values, one ``executemany``."""
-    if steps:
-        session.connection().execute(_WRITE_STEP, [{"b_id": i, **values} for i, values in steps.items()])
+    """Write lifecycle steps taken with ``take_step``: instance id -> its new column values,
+    one ``executemany`` per set of columns (a step that moved no attribute set leaves the three
+    JSON columns out: encoding them was a tenth of a validation round's write)."""
+    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for instance_id, values in steps.items():
+        shapes.setdefault(tuple(sorted(values)), []).append({"b_id": instance_id, **values})
+    for names, params in shapes.items():
+        session.connection().execute(_step_statement(names), params)
 
 
 # -- events --------------------------------------------------------------------------------------

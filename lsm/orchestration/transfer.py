@@ -448,7 +448,7 @@ class _Transaction:
         """``row`` takes a lifecycle step's new ``values`` now; they are written by the next
         ``write_steps`` (one ``executemany`` for the steps taken since the last one)."""
         repo.take_step(row, values)
-        self.pending_steps[row.id] = values
+        self.pending_steps.setdefault(row.id, {}).update(values)  # a second step adds to the first
 
     def write_steps(self) -> None:
         """Write the steps taken since the last call. Called before anything that reads the
@@ -701,19 +701,22 @@ class _Transaction:
         # the relation index follows the union of the three sets; a step that only moves values
         # between sets (promote, rollback) or changes no relation leaves it as it is
         refs_before = references_of(binding, row)
-        self.take_step(
-            row,
-            {
-                "state": destination,
-                "candidate_attributes": sets.candidate,
-                "active_attributes": sets.active,
-                "rollback_attributes": sets.rollback,
-                "version": row.version + 1,
-                "desired_state_version": row.desired_state_version + (1 if changes_desired_state else 0),
-                "deleted": row.deleted or lifecycle.state(destination).deleted,
-                "last_updated": utcnow(),
-            },
-        )
+        values: dict[str, Any] = {
+            "state": destination,
+            "version": row.version + 1,
+            "desired_state_version": row.desired_state_version + (1 if changes_desired_state else 0),
+            "deleted": row.deleted or lifecycle.state(destination).deleted,
+            "last_updated": utcnow(),
+        }
+        if not (
+            sets.candidate is row.candidate_attributes
+            and sets.active is row.active_attributes
+            and sets.rollback is row.rollback_attributes
+        ):  # the step moved an attribute set: its JSON is written too
+            values["candidate_attributes"] = sets.candidate
+            values["active_attributes"] = sets.active
+            values["rollback_attributes"] = sets.rollback
+        self.take_step(row, values)
         if changes_desired_state:
             self.request_export(row, f"{binding.name} {row.id}: {source} -> {destination}")
         refs = references_of(binding, row)

@@ -17,7 +17,7 @@ from sqlalchemy import event, select
 
 from lsm.inventory.repository import STEP_COLUMNS
 from lsm.inventory.tables import InstanceRow
-from lsm.orchestration import ValidationOutcome
+from lsm.orchestration import ForceState, Update, ValidationOutcome
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
@@ -95,3 +95,21 @@ def test_every_kind_of_step_stores_what_it_answers(engine: ApiRuntime) -> None:
 def assert_stored(engine: ApiRuntime, instance: InstanceOut) -> None:
     row = stored(engine, instance.id)
     assert row == {name: getattr(instance, name) for name in STEP_COLUMNS}, instance.state
+
+
+def test_two_steps_of_one_instance_in_one_write_store_both(engine: ApiRuntime) -> None:
+    """An update (it moves the candidate set) then a forced state (it moves none) in one batch:
+    the second step's write must not drop the first one's attribute sets."""
+    driver = Driver(engine)
+    thing = driver.reach("up")
+    rows = engine.orchestrator.execute_many(
+        driver.ctx,
+        [
+            Update("thing", thing.id, thing.version, {"size": 7}),
+            ForceState("thing", thing.id, thing.version + 1, "up"),
+        ],
+    )
+
+    assert rows[1].candidate_attributes is not None and rows[1].candidate_attributes["size"] == 7
+    assert (rows[1].state, rows[1].version) == ("up", thing.version + 2)
+    assert stored(engine, thing.id) == answered(rows[1])
