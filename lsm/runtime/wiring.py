@@ -32,12 +32,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
-from lsm.api import create_app
 from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
 from lsm.deploy.agent import AgentService
 from lsm.desired_state import DesiredStateStore
@@ -56,6 +54,9 @@ from lsm.services.singleton import hold_sqlite_worker
 from lsm.services.wakeup import Listener
 from lsm.services.webhook_dispatch import WebhookDispatcher
 from lsm.services.webhook_send import WebhookSender
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 class CompileProcessing(Protocol):
@@ -421,6 +422,10 @@ class ApiRuntime(_Runtime):
             # a ping queues its delivery itself: only the sender needs waking
             wake_webhooks=processing.wake_webhooks,
         )
+        # here, not at the top: a worker or an agent never serves HTTP, and FastAPI with the
+        # API's routers is a third of a second of every ``lsm worker``'s start
+        from lsm.api import create_app
+
         self.app: FastAPI = create_app(
             self.facades,
             is_ready=lambda: self.ready,
