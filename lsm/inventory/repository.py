@@ -331,7 +331,10 @@ def take_step(row: InstanceRow, values: dict[str, Any]) -> None:
 def write_steps(session: Session, steps: dict[str, dict[str, Any]]) -> None:
     """Write lifecycle steps taken with ``take_step``: instance id -> its new column values,
     one ``executemany`` per set of columns (a step that moved no attribute set leaves the three
-    JSON columns out: encoding them was a tenth of a validation round's write)."""
+    JSON columns out: encoding them was a tenth of a validation round's write).
+
+    Its one caller is the orchestration (``lsm.orchestration.transfer``), which stays the one
+    place that changes an instance's state."""
     shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for instance_id, values in steps.items():
         shapes.setdefault(tuple(sorted(values)), []).append({"b_id": instance_id, **values})
