@@ -39,6 +39,17 @@ def gated(group: GroupCommit, expected: int = 0) -> Iterator[None]:
         holder.join(DEFAULT_SECONDS)
 
 
+def outcome(instance: InstanceOut, ok: bool = True, **allocations: Any) -> ValidationOutcome:
+    """The outcome of a validation compile of ``instance`` at its current version."""
+    return ValidationOutcome(
+        instance_id=instance.id,
+        expected_version=instance.version,
+        compile_id="00000000-0000-0000-0000-000000000000",
+        success=ok,
+        allocations=allocations,
+    )
+
+
 class Driver:
     """Operator requests go through the engine facade; outcomes through the orchestrator."""
 
@@ -57,14 +68,7 @@ class Driver:
         return self.engine.facades.inventory.create_instance(RequestContext.local(), self.entity, attributes)
 
     def validate(self, instance: InstanceOut, ok: bool, **allocations: Any) -> InstanceOut:
-        command = ValidationOutcome(
-            instance_id=instance.id,
-            expected_version=instance.version,
-            compile_id="00000000-0000-0000-0000-000000000000",
-            success=ok,
-            allocations=allocations,
-        )
-        self.engine.orchestrator.execute(self.ctx, command)
+        self.engine.orchestrator.execute(self.ctx, outcome(instance, ok, **allocations))
         return self.get(instance)
 
     def deploy(self, instance: InstanceOut, ok: bool) -> InstanceOut:

@@ -16,20 +16,10 @@ import pytest
 
 from lsm.errors import InvalidInput
 from lsm.facade import RequestContext
-from lsm.orchestration import ValidationOutcome
 from lsm.orchestration import transfer as transfer_module
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver
-
-
-def outcome(instance: InstanceOut) -> ValidationOutcome:
-    return ValidationOutcome(
-        instance_id=instance.id,
-        expected_version=instance.version,
-        compile_id="00000000-0000-0000-0000-000000000000",
-        success=True,
-    )
+from tests.orchestration.helpers import Driver, outcome
 
 
 def failing_auto(monkeypatch: pytest.MonkeyPatch, error: Exception, times: int) -> list[int]:

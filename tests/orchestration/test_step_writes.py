@@ -17,10 +17,10 @@ from sqlalchemy import event, select
 
 from lsm.inventory.repository import STEP_COLUMNS
 from lsm.inventory.tables import InstanceRow
-from lsm.orchestration import ForceState, Update, ValidationOutcome
+from lsm.orchestration import ForceState, Update
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver
+from tests.orchestration.helpers import Driver, outcome
 
 
 def stored(engine: ApiRuntime, instance_id: str) -> dict[str, Any]:
@@ -33,15 +33,6 @@ def stored(engine: ApiRuntime, instance_id: str) -> dict[str, Any]:
 
 def answered(row: InstanceRow) -> dict[str, Any]:
     return {name: getattr(row, name) for name in STEP_COLUMNS}
-
-
-def outcome(instance: InstanceOut) -> ValidationOutcome:
-    return ValidationOutcome(
-        instance_id=instance.id,
-        expected_version=instance.version,
-        compile_id="00000000-0000-0000-0000-000000000000",
-        success=True,
-    )
 
 
 def test_a_batch_writes_its_steps_in_one_statement_per_phase_and_stores_what_it_answers(
