@@ -24,7 +24,7 @@ the write lock). Only a succeeded item's rows are kept; a refused item's are dro
 savepoint. Outside a group (``defer_insert`` returns False) the caller inserts them itself.
 
 After each item the session is emptied (``expunge_all``): the next item reads the rows it
-needs from the database (where the earlier items' flushed changes are), exactly as it would in
+needs from the database (where the earlier items' writes are), exactly as it would in
 a transaction of its own, and a rolled-back savepoint can not expire an object an earlier item
 returned.
 

@@ -232,7 +232,6 @@ class Orchestrator:
         follow = self._follow(ctx, rows, executed)
         if not follow:
             return True
-        transaction.write_steps()  # what precedes the chain stays when the chain is undone
         mark = transaction.mark()
         try:
             with transaction.session.begin_nested():
@@ -242,10 +241,9 @@ class Orchestrator:
                 transaction.write_steps()
         except LsmError:
             log.warning("an automatic transfer was refused; firing them after the commit", exc_info=True)
-            transaction.pending_steps.clear()
             transaction.undo_to(mark)
             for row in rows:
-                transaction.session.refresh(row)  # the savepoint's rollback expired them
+                transaction.session.refresh(row)  # back from the undone steps to what the database holds
             return False
         return True
 
@@ -422,12 +420,18 @@ class _Transaction:
         return outcome
 
     def mark(self) -> tuple[int, int, int]:
-        """Where this transaction's pending rows and queued ids stand (``undo_to`` returns there)."""
+        """Where this transaction's pending rows and queued ids stand (``undo_to`` returns there).
+
+        The steps taken so far are written first: a savepoint opened after the mark and rolled
+        back refreshes its rows from the database, which must hold what preceded it."""
+        self.write_steps()
         return len(self.pending_events), len(self.pending_compiles), len(self.compiles)
 
     def undo_to(self, mark: tuple[int, int, int]) -> None:
-        """Forget what was queued since ``mark`` (a rolled-back savepoint's rows and requests)."""
+        """Forget what was queued since ``mark`` (a rolled-back savepoint's steps, rows and
+        requests; every step pending now was taken after the mark)."""
         events, compiles, ids = mark
+        self.pending_steps.clear()
         del self.pending_events[events:]
         del self.pending_compiles[compiles:]
         del self.compiles[ids:]
