@@ -151,17 +151,20 @@ class CompileRunner:
         )
         exported = time.perf_counter()
         trees = None if full else [*roots, *request.deleted_sets]
+        # what reads nothing stored is worked out before the write lock is taken
+        hashes = shared_records.shared_hashes(request.shared)
+        check = self.store.prepare(request)
+        index = instance_resource_rows(ctx.env_id, result, instances)
         with self.db.write() as session:
-            shared_records.replace_tree_shared(
-                session, ctx.env_id, result, shared_records.shared_hashes(request.shared), trees=trees
-            )
-            info = self.store.export(ctx.env_id, request, session=session)
+            shared_records.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
+            info = self.store.export(ctx.env_id, check, session=session)
             self._finish_export(
                 ctx,
                 batch,
                 session,
                 result,
                 instances,
+                index,
                 info,
                 trees,
                 report,
@@ -200,6 +203,7 @@ class CompileRunner:
         hashes = shared_records.shared_hashes(partial.shared)
         exported = time.perf_counter()
         trees = [*touched, *partial.deleted_sets]
+        index = instance_resource_rows(ctx.env_id, result, instances)
         with self.db.write() as session:
             shared_records.replace_tree_shared(session, ctx.env_id, result, hashes, trees=trees)
             shared_records.check_shared_conflicts(session, ctx.env_id, hashes)
@@ -223,6 +227,7 @@ class CompileRunner:
                 session,
                 result,
                 instances,
+                index,
                 info,
                 trees,
                 report,
@@ -239,6 +244,7 @@ class CompileRunner:
         session: Session,
         result: RefineResult,
         instances: Mapping[str, list[InstanceDict]],
+        index: list[dict[str, Any]],
         info: VersionInfo,
         trees: list[str] | None,
         report: dict[str, Any],
@@ -247,15 +253,10 @@ class CompileRunner:
         started: float,
         exported: float,
     ) -> None:
-        """Record what each instance produced and finish the batch, in the export's transaction."""
+        """Record what each instance produced (``index``, from ``instance_resource_rows``) and
+        finish the batch, in the export's transaction."""
         record_instance_resources(
-            session,
-            ctx.env_id,
-            result,
-            version=info.number,
-            full=trees is None,
-            trees=trees or (),
-            instances=instances,
+            session, ctx.env_id, result, index, version=info.number, full=trees is None, trees=trees or ()
         )
         if trees is None:  # every record rewritten: the change markers they cover are done
             incremental.clear_covered_markers(session, ctx.env_id)
@@ -439,36 +440,23 @@ def _expand(view: InventoryView, ids: list[str], entities: list[str], exclude: s
     return [i for i in dict.fromkeys(ids) if i not in exclude]
 
 
-def record_instance_resources(
-    session: Session,
-    env_id: str,
-    result: RefineResult,
-    *,
-    version: int,
-    full: bool,
-    trees: Iterable[str],
-    instances: Mapping[str, Sequence[InstanceDict]] | None = None,
-) -> None:
-    """Replace the per-instance resource index of the compiled trees (all of them for a full compile).
+def instance_resource_rows(
+    env_id: str, result: RefineResult, instances: Mapping[str, Sequence[InstanceDict]] | None = None
+) -> list[dict[str, Any]]:
+    """The per-instance resource index rows of ``result``, for ``record_instance_resources``.
 
-    With ``instances`` (the dicts the compile refined) each row also records the instance's
-    version and state at this compile: what an incremental full compile compares with.
+    Built apart (and before the write lock) because they read nothing stored; the version
+    they belong to is only known in the export's transaction, which sets it. With
+    ``instances`` (the dicts the compile refined) each row also records the instance's version
+    and state at this compile: what an incremental full compile compares with.
     """
     compiled = {d["id"]: d for dicts in (instances or {}).values() for d in dicts}
-    conn = session.connection()
-    if full:
-        conn.execute(_DELETE_RECORDS, {"b_env": env_id})
-    else:
-        names = sorted({*trees, *result.tree_of.values()})
-        if not names:
-            return
-        conn.execute(_DELETE_TREE_RECORDS, {"b_env": env_id, "b_names": names})
-    rows = [
+    return [
         {
             "env_id": env_id,
             "instance_id": instance_id,
             "set_name": root,
-            "desired_state_version": version,
+            "desired_state_version": None,
             "resource_ids": [r.id for r in result.owned.get(instance_id, [])],
             "instance_version": compiled[instance_id]["version"] if instance_id in compiled else None,
             "instance_state": compiled[instance_id]["state"] if instance_id in compiled else None,
@@ -478,6 +466,30 @@ def record_instance_resources(
         }
         for instance_id, root in result.tree_of.items()
     ]
+
+
+def record_instance_resources(
+    session: Session,
+    env_id: str,
+    result: RefineResult,
+    rows: list[dict[str, Any]],
+    *,
+    version: int,
+    full: bool,
+    trees: Iterable[str],
+) -> None:
+    """Replace the per-instance resource index of the compiled trees (all of them for a full
+    compile) with ``rows`` (``instance_resource_rows`` of ``result``), at ``version``."""
+    conn = session.connection()
+    if full:
+        conn.execute(_DELETE_RECORDS, {"b_env": env_id})
+    else:
+        names = sorted({*trees, *result.tree_of.values()})
+        if not names:
+            return
+        conn.execute(_DELETE_TREE_RECORDS, {"b_env": env_id, "b_names": names})
+    for row in rows:
+        row["desired_state_version"] = version
     for start in range(0, len(rows), 5000):
         conn.execute(_INSERT_RECORDS, rows[start : start + 5000])
 

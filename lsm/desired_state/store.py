@@ -57,7 +57,19 @@ class DesiredStateStore:
         self._db = db
 
     # -- export ---------------------------------------------------------------------------------
-    def export(self, env_id: str, request: ExportRequest, *, session: Session | None = None) -> VersionInfo:
+    def prepare(self, request: ExportRequest) -> ExportCheck:
+        """Encode ``request`` and check the rules that need no stored state, for ``export``.
+
+        Why apart: a compile exports inside its own write transaction, and encoding every
+        record while holding the database's write lock kept the API's writers waiting for
+        work that reads nothing stored. Such a caller prepares first, then takes the lock.
+        """
+        with gc_paused():
+            return ExportCheck(request)
+
+    def export(
+        self, env_id: str, request: ExportRequest | ExportCheck, *, session: Session | None = None
+    ) -> VersionInfo:
         """Store one export as the next version of ``env_id`` and return its header.
 
         Raises ``ExportRuleViolation`` (nothing written), ``InvalidInput`` for a malformed
@@ -69,7 +81,8 @@ class DesiredStateStore:
         row reads as "no version yet" everywhere.
         """
         with gc_paused():
-            check = ExportCheck(request)  # encoding and the request-only rules: outside the lock
+            # encoding and the request-only rules: outside the lock (unless the caller holds it)
+            check = request if isinstance(request, ExportCheck) else ExportCheck(request)
             if session is not None:
                 return self._export(session, env_id, check)
             with self._db.write() as own:

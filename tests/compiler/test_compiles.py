@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pytest
+from sqlmodel import Session
+
+from lsm.compiler import runner, shared_records
+from lsm.desired_state.merge import ExportCheck
 from lsm.facade import RequestContext
+from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
 
@@ -151,6 +160,49 @@ def test_pending_partial_requests_are_batched_into_one_compile(
     assert all(r.merged_into == leader.id and r.status == "success" for r in reports[1:])
     assert {r.desired_state_version for r in reports} == {base + 1}
     assert set(leader.report["selected"]["network"]) == set(ids[:4])
+
+
+def test_a_partial_export_encodes_before_it_takes_the_write_lock(
+    engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Encoding the records, hashing the shared ones and building the per-instance index read
+    nothing stored: done under the write lock, they kept the API's writers waiting."""
+    engine = engine_factory(NETWORKS)
+    ids = seed_networks(engine, 4)
+    base = full_compile(engine)
+    holding = threading.local()
+    original_write = Database.write
+
+    @contextmanager
+    def write(self: Database, **options: Any) -> Iterator[Session]:
+        with original_write(self, **options) as session:
+            holding.depth = getattr(holding, "depth", 0) + 1
+            try:
+                yield session
+            finally:
+                holding.depth -= 1
+
+    built: list[tuple[str, bool]] = []
+
+    def spy(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def spied(*args: Any, **kwargs: Any) -> Any:
+            built.append((name, getattr(holding, "depth", 0) > 0))
+            return function(*args, **kwargs)
+
+        return spied
+
+    original_check = ExportCheck.__init__
+    monkeypatch.setattr(Database, "write", write)
+    monkeypatch.setattr(ExportCheck, "__init__", spy("encode", original_check))
+    monkeypatch.setattr(shared_records, "shared_hashes", spy("hash", shared_records.shared_hashes))
+    monkeypatch.setattr(runner, "instance_resource_rows", spy("index", runner.instance_resource_rows))
+    requested = engine.facades.compiles.request_compile(
+        RequestContext.local(), kind="partial", instance_ids=ids[:2]
+    )
+    engine.processing.drain()
+    done = engine.facades.compiles.get_compile(RequestContext.local(), requested.id)
+    assert done.status == "success" and done.desired_state_version == base + 1
+    assert sorted(built) == [("encode", False), ("hash", False), ("index", False)]
 
 
 def test_batching_off_runs_one_compile_per_request(engine_factory: Callable[..., ApiRuntime]) -> None:
