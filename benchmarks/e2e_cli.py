@@ -22,6 +22,7 @@ from benchmarks import report
 from benchmarks.backend import backend_name
 from benchmarks.drain import run_drain
 from benchmarks.e2e import E2eOptions, run_e2e
+from benchmarks.tables import checks_table
 
 
 def add_e2e_parser(commands: Any) -> None:
@@ -128,6 +129,8 @@ def print_e2e(doc: dict[str, Any], console: Console) -> None:
     else:
         console.print(_summary_table(doc, result))
     console.print(_compiles_table(result))
+    if doc["checks"]:
+        console.print(checks_table(doc["checks"]))
 
 
 def _ms(seconds: float | None) -> str:
@@ -175,11 +178,21 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
             ", ".join(f"{k} {1000 * v / r['updates']:,.2f}" for k, v in r["cpu_during_load_s"].items()),
         ),
         ("1-min load average at start", f"{r['load_average_at_start']:.2f}"),
+        _reference_row(doc),
         ("peak RSS MB", ", ".join(f"{k} {v:,.0f}" for k, v in r["peak_rss_mb"].items() if v is not None)),
     ]
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _reference_row(doc: dict[str, Any]) -> tuple[str, str]:
+    """The machine's speed (``report.reference_loop``): compare runs only where it agrees."""
+    reference = doc["machine"].get("reference_loop_ms")
+    if not reference:
+        return ("machine reference loop ms, best / median (lower: faster)", "-")
+    value = f"{reference['best']:,.1f} / {reference['median']:,.1f}"
+    return ("machine reference loop ms, best / median (lower: faster)", value)
 
 
 def _drain_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
@@ -234,6 +247,7 @@ def _drain_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
             "1-min load average at start / at the drain",
             f"{r['load_average_at_start']:.2f} / {r['load_average_at_drain']:.2f}",
         ),
+        _reference_row(doc),
     ]
     for name, value in rows:
         table.add_row(name, value)

@@ -23,7 +23,7 @@ def print_document(doc: dict[str, Any], console: Console) -> None:
     for failed in (r for r in doc["results"] if "error" in r):
         console.print(f"[red]size {failed['size']:,} failed:[/red] {failed['error']}")
     if doc["checks"]:
-        console.print(_checks(doc["checks"]))
+        console.print(checks_table(doc["checks"]))
 
 
 def _ms(seconds: float | None) -> str:
@@ -175,7 +175,8 @@ def _partial(results: list[dict[str, Any]], backend: str) -> Table:
     return table
 
 
-def _checks(checks: list[dict[str, Any]]) -> Table:
+def checks_table(checks: list[dict[str, Any]]) -> Table:
+    """The verdicts of a document against the targets (``benchmarks.report.checks``)."""
     table = _table("checks against the targets", "check", "value", "limit", "verdict")
     for c in checks:
         scale, unit = (1000.0, "ms") if c["unit"] == "s" else (1.0, c["unit"])
