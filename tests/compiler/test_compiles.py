@@ -162,7 +162,7 @@ def test_pending_partial_requests_are_batched_into_one_compile(
     assert set(leader.report["selected"]["network"]) == set(ids[:4])
 
 
-def test_a_partial_export_encodes_before_it_takes_the_write_lock(
+def test_an_export_encodes_before_it_takes_the_write_lock(
     engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Encoding the records, hashing the shared ones and building the per-instance index read
@@ -196,13 +196,21 @@ def test_a_partial_export_encodes_before_it_takes_the_write_lock(
     monkeypatch.setattr(ExportCheck, "__init__", spy("encode", original_check))
     monkeypatch.setattr(shared_records, "shared_hashes", spy("hash", shared_records.shared_hashes))
     monkeypatch.setattr(runner, "instance_resource_rows", spy("index", runner.instance_resource_rows))
-    requested = engine.facades.compiles.request_compile(
+    outside = [("encode", False), ("hash", False), ("index", False)]
+    partial = engine.facades.compiles.request_compile(
         RequestContext.local(), kind="partial", instance_ids=ids[:2]
     )
     engine.processing.drain()
-    done = engine.facades.compiles.get_compile(RequestContext.local(), requested.id)
+    done = engine.facades.compiles.get_compile(RequestContext.local(), partial.id)
     assert done.status == "success" and done.desired_state_version == base + 1
-    assert sorted(built) == [("encode", False), ("hash", False), ("index", False)]
+    assert sorted(built) == outside
+    # a complete full compile (every set re-encoded: the largest export there is) alike
+    built.clear()
+    complete = engine.facades.compiles.request_compile(RequestContext.local(), kind="full", incremental=False)
+    engine.processing.drain()
+    done = engine.facades.compiles.get_compile(RequestContext.local(), complete.id)
+    assert done.status == "success" and done.desired_state_version == base + 2
+    assert sorted(built) == outside
 
 
 def test_batching_off_runs_one_compile_per_request(engine_factory: Callable[..., ApiRuntime]) -> None:
