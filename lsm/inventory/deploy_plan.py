@@ -33,6 +33,7 @@ from sqlalchemy import (
     case,
     delete,
     insert,
+    or_,
     select,
     text,
     update,
@@ -200,10 +201,9 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
 
 
 def _existing(env_id: str) -> Any:
-    """The state columns a plan compares with, of ``env_id``'s rows."""
-    return select(_state.c.resource_id, _state.c.desired_hash, _state.c.deployed_hash, _state.c.status).where(
-        _state.c.env_id == env_id
-    )
+    """The ids of ``env_id``'s state rows: which to insert and which to update (``_update_state``
+    works out an existing row's status from the row itself)."""
+    return select(_state.c.resource_id).where(_state.c.env_id == env_id)
 
 
 def _upsert(
@@ -240,8 +240,7 @@ def _upsert(
                 "desired_hash": new_hash,
             }
             edges.extend({"env_id": env_id, "required_id": r, "resource_id": resource_id} for r in requires)
-            old = existing.get(resource_id)
-            if old is None:
+            if resource_id not in existing:
                 inserts.append(
                     {
                         **values,
@@ -252,37 +251,11 @@ def _upsert(
                     }
                 )
                 continue
-            status, attempts_reset = _next_status(old.status, old.desired_hash, old.deployed_hash, new_hash)
-            updates.append(
-                {
-                    **values,
-                    "rid": resource_id,
-                    "new_status": status,
-                    "reset": attempts_reset,
-                }
-            )
+            updates.append({**values, "rid": resource_id})
         if inserts:
             conn.execute(insert(_state), inserts)
         if updates:
-            conn.execute(
-                update(_state)
-                .where(_state.c.env_id == env_id, _state.c.resource_id == bindparam("rid"))
-                .values(
-                    agent=bindparam("agent", type_=String()),
-                    resource_type=bindparam("resource_type", type_=String()),
-                    set_name=bindparam("set_name", type_=String()),
-                    purged=bindparam("purged", type_=Boolean()),
-                    requires=bindparam("requires", type_=JsonType),
-                    version=bindparam("version", type_=Integer()),
-                    desired_hash=bindparam("desired_hash", type_=String()),
-                    status=bindparam("new_status", type_=String()),
-                    attempts=case((bindparam("reset", type_=Integer()) == 1, 0), else_=_state.c.attempts),
-                    next_attempt_at=case(
-                        (bindparam("reset", type_=Integer()) == 1, None), else_=_state.c.next_attempt_at
-                    ),
-                ),
-                updates,
-            )
+            conn.execute(_UPDATE_STATE.where(_state.c.env_id == env_id), updates)
         conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(ids)))
         if edges:
             conn.execute(insert(_req), edges)
@@ -290,17 +263,57 @@ def _upsert(
     return written
 
 
-def _next_status(status: str, old_hash: str, deployed: str | None, new_hash: str) -> tuple[str, int]:
-    """The status of an existing row under a new version, and whether its tries start over (1)."""
-    if status == "deploying":
-        return "deploying", 0  # its result is written for the hash it ran; pending when that changed
-    if new_hash == old_hash:
-        if status in ("failed", "skipped", "noop_pending"):
-            return "pending", 1  # a new version is a new try
-        return status, 0
-    if deployed == new_hash and status not in ("failed",):
-        return "deployed", 1
-    return "pending", 1
+def _update_state() -> Any:
+    """The UPDATE of an existing state row under a new version (bound by name, per row).
+
+    Its new status, and whether its tries start over, are worked out in SQL from the row as it
+    stands when it is written, never from what the plan read before:
+
+    * ``deploying`` stays: the agent's result is written for the hash it ran, and turns
+      ``pending`` when that hash is no longer the desired one;
+    * the same hash: ``failed`` / ``skipped`` / ``noop_pending`` get a new try (``pending``),
+      anything else keeps its status;
+    * a new hash that is the deployed one (and the row did not fail): ``deployed``;
+    * otherwise ``pending``, tries starting over.
+
+    Why in SQL: on PostgreSQL an agent may write a result between the plan's read and this
+    write. A status computed from the read one overwrote it: a row that had just become
+    ``deployed`` went back to ``deploying`` with no holder and stayed there, and its instance
+    never left ``update_inprogress`` (the Linux lab test, one run in three). The right-hand
+    sides of an UPDATE see the row before it, so ``desired_hash`` here is the old hash.
+    """
+    s = _state.c
+    new_hash = bindparam("desired_hash", type_=String())
+    same = s.desired_hash == new_hash
+    # ``or_`` of equalities: an ``IN`` list would be an expanding parameter, which executemany refuses
+    retried = same & or_(*(s.status == status for status in ("failed", "skipped", "noop_pending")))
+    status = case(
+        (s.status == "deploying", "deploying"),
+        (retried, "pending"),
+        (same, s.status),
+        ((s.deployed_hash == new_hash) & (s.status != "failed"), "deployed"),
+        else_="pending",
+    )
+    reset = (s.status != "deploying") & (retried | ~same)
+    return (
+        update(_state)
+        .where(_state.c.resource_id == bindparam("rid"))
+        .values(
+            agent=bindparam("agent", type_=String()),
+            resource_type=bindparam("resource_type", type_=String()),
+            set_name=bindparam("set_name", type_=String()),
+            purged=bindparam("purged", type_=Boolean()),
+            requires=bindparam("requires", type_=JsonType),
+            version=bindparam("version", type_=Integer()),
+            desired_hash=new_hash,
+            status=status,
+            attempts=case((reset, 0), else_=s.attempts),
+            next_attempt_at=case((reset, None), else_=s.next_attempt_at),
+        )
+    )
+
+
+_UPDATE_STATE = _update_state()
 
 
 def affected_sets(conn: Connection, env_id: str, resource_ids: Iterable[str]) -> set[str]:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
+from lsm.inventory import deploy_plan, deploy_state
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy import file_model
@@ -64,6 +67,49 @@ def test_only_changed_resources_are_acted_on(
     export(engine, {"s3": [file("s3/a.conf", "new"), file("s3/b.conf")]})
     run(agent)
     assert file_model.CALLS[2 * SETS :] == [("update", "s3/a.conf")]
+
+
+def test_a_result_written_while_a_new_version_is_planned_is_not_overwritten(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's result lands between the plan's read of the state rows and its write (on
+    PostgreSQL nothing keeps them apart). The plan must work out the row's status from the row
+    as it is then: the resource ran the old content, so it is pending for the new one. Computed
+    from the read, it stayed ``deploying`` with no holder for ever, and the new content was never
+    deployed."""
+    engine = engine_factory("tests.deploy.file_model")
+    env_id = engine.context(None).env_id
+    agent = agent_for(engine, state_dir)
+    export(engine, {"s": [file("a.conf", "one")]})
+    work = agent.claim()  # plans the first version, claims a.conf (deploying)
+    assert work is not None and [c.resource_id for c in work.claimed] == [file("a.conf").id]
+    results = agent.execute(env_id, work.claimed, work.records)  # ran, result not written yet
+    export(engine, {"s": [file("a.conf", "two")]})
+
+    connections: list[Any] = []
+    original_upsert, original_hash = deploy_plan._upsert, deploy_plan.desired_hash
+
+    def upsert(conn: Any, *args: Any, **kwargs: Any) -> int:
+        connections.append(conn)
+        return original_upsert(conn, *args, **kwargs)
+
+    def desired_hash(attributes_text: str, requires_text: str) -> str:
+        if connections and results:  # after the plan read the rows: the result lands now
+            deploy_state.write_results(connections[0], env_id, agent.owner, agent.clock(), results)
+            results.clear()
+        return original_hash(attributes_text, requires_text)
+
+    monkeypatch.setattr(deploy_plan, "_upsert", upsert)
+    monkeypatch.setattr(deploy_plan, "desired_hash", desired_hash)
+    assert Planner(engine.db).plan(env_id).rows_written == 1
+    assert not results, "the result was not written during the plan"
+    row = status(engine, file("a.conf").id)
+    assert (row["status"], row["claimed_by"]) == ("pending", None)
+
+    monkeypatch.undo()
+    run(agent)
+    assert status(engine, file("a.conf").id)["status"] == "deployed"
+    assert file_model.CALLS[-1] == ("update", "a.conf")
 
 
 def test_requires_order_across_agents_and_a_failure_skips_dependants_until_it_recovers(
