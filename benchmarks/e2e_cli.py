@@ -189,9 +189,7 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
 def _reference_row(doc: dict[str, Any]) -> tuple[str, str]:
     """The machine's speed (``report.reference_loop``): compare runs only where it agrees."""
     reference = doc["machine"].get("reference_loop_ms")
-    if not reference:
-        return ("machine reference loop ms, best / median (lower: faster)", "-")
-    value = f"{reference['best']:,.1f} / {reference['median']:,.1f}"
+    value = f"{reference['best']:,.1f} / {reference['median']:,.1f}" if reference else "-"
     return ("machine reference loop ms, best / median (lower: faster)", value)
 
 

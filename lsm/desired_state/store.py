@@ -82,7 +82,7 @@ class DesiredStateStore:
         """
         with gc_paused():
             # encoding and the request-only rules: outside the lock (unless the caller holds it)
-            check = request if isinstance(request, ExportCheck) else ExportCheck(request)
+            check = request if isinstance(request, ExportCheck) else self.prepare(request)
             if session is not None:
                 return self._export(session, env_id, check)
             with self._db.write() as own:

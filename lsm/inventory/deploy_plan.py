@@ -286,7 +286,7 @@ def _update_state() -> Any:
     new_hash = bindparam("desired_hash", type_=String())
     same = s.desired_hash == new_hash
     # ``or_`` of equalities: an ``IN`` list would be an expanding parameter, which executemany refuses
-    retried = same & or_(*(s.status == status for status in ("failed", "skipped", "noop_pending")))
+    retried = same & or_(*(s.status == name for name in ("failed", "skipped", "noop_pending")))
     status = case(
         (s.status == "deploying", "deploying"),
         (retried, "pending"),
