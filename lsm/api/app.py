@@ -41,6 +41,7 @@ from lsm.api.docs import install_docs
 from lsm.api.errors import install_error_handlers
 from lsm.api.limits import BodyLimitMiddleware
 from lsm.api.screening import screen_request
+from lsm.api.write_lane import ChangeAdmission
 from lsm.facade import Facades
 from lsm.schemas.auth import AuthConfig
 from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
@@ -91,7 +92,9 @@ def create_app(
     install_docs(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     install_error_handlers(app)
-    app.add_middleware(RequestIdMiddleware)  # outermost: error answers carry the request id too
+    app.add_middleware(RequestIdMiddleware)  # error answers carry the request id too
+    # outermost: a change waiting for its turn costs nothing yet (lsm.api.write_lane)
+    app.add_middleware(ChangeAdmission, prefix=inventory.router.prefix)
     check_declared(ROUTERS)
     for router in ROUTERS:
         app.include_router(router)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import httpx
 
+from lsm.api.write_lane import WRITE_LANE_TOKENS, ChangeAdmission
 from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import served_url
 from tests.orchestration.helpers import Driver, gated
@@ -58,3 +59,61 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
 
     assert answers == {t.id: 200 for t in things}
     assert all(driver.get(t).version == t.version + 1 for t in things)
+
+
+def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    """More changes than one batch: a batch is inside (its items queued behind the gated writer),
+    the rest wait at the door before anything is done for them; a read still answers; once the
+    writer goes on, every change lands."""
+    engine = engine_factory(config={"group_commit": True})
+    group = engine.orchestrator.group
+    assert group is not None
+    driver = Driver(engine)
+    beyond = 3
+    things = [driver.reach("up") for _ in range(WRITE_LANE_TOKENS + beyond)]
+    answers: dict[str, int] = {}
+    with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S) as http:
+        assert http.get("/health").status_code == 200  # the app's middleware stack is built
+        door = _door(engine)
+
+        def patch(thing_id: str, version: int) -> None:
+            response = http.patch(
+                f"/lsm/v1/service_inventory/thing/{thing_id}",
+                json={"current_version": version, "attributes": {"size": 9}},
+            )
+            answers[thing_id] = response.status_code
+
+        senders = [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
+        try:
+            with gated(group):
+                for sender in senders:
+                    sender.start()
+                wait_until(
+                    lambda: door.counts() == (WRITE_LANE_TOKENS, beyond),
+                    f"{WRITE_LANE_TOKENS} changes inside, {beyond} at the door",
+                )
+                wait_until(lambda: group._queue.qsize() >= WRITE_LANE_TOKENS, "a batch queued")
+                assert group._queue.qsize() == WRITE_LANE_TOKENS  # the door kept the rest out
+                read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
+                assert read.status_code == 200
+                assert not answers
+        finally:
+            for sender in senders:
+                if sender.ident is not None:
+                    sender.join(WAIT_S)
+
+    assert answers == {t.id: 200 for t in things}
+    assert all(driver.get(t).version == t.version + 1 for t in things)
+    assert door.counts() == (0, 0)
+
+
+def _door(engine: ApiRuntime) -> ChangeAdmission:
+    """The API's ``ChangeAdmission`` middleware (built with the app's middleware stack)."""
+    layer: object = engine.app.middleware_stack
+    while layer is not None:
+        if isinstance(layer, ChangeAdmission):
+            return layer
+        layer = getattr(layer, "app", None)
+    raise AssertionError("the API has no write-lane door")
