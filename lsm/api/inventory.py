@@ -1,11 +1,13 @@
 """``/lsm/v1/service_inventory``: ordering, changing and inspecting service instances.
 
-Thin by design: parse, call the facade, return its view. The change routes are ``async def``
-and call their facade in a thread themselves: a sync route takes a second hop through the pool
-to validate its answer, and under a burst that hop waits behind every request queued
-meanwhile, so every answer of the burst came at its end (see ``lsm.api.deps``). Their threads
-come from the write lane (``lsm.api.write_lane``), not the default pool, so that a burst of
-changes waiting for their commit does not hold up the reads.
+Thin by design: parse, call the facade, return its view. The change routes are ``async def``.
+Update, set state and delete await their commit on the event loop when group commit is on
+(``InventoryFacade.*_async``: the command joins the next shared transaction, no thread held);
+otherwise, and for create and bulk, they call their facade in a thread themselves: a sync route
+takes a second hop through the pool to validate its answer, and under a burst that hop waits
+behind every request queued meanwhile, so every answer of the burst came at its end (see
+``lsm.api.deps``). Those threads come from the write lane (``lsm.api.write_lane``), not the
+default pool, so that a burst of changes waiting for their commit does not hold up the reads.
 
 Every rule (versions, transfers, attribute modifiers, identity) lives behind the facades
 (``lsm.facade``); its errors become responses in ``lsm.api.errors``.
@@ -114,13 +116,13 @@ async def update_instance(
     entity: EntityName, ref: InstanceRef, body: UpdateInstance, facades: FacadesDep, ctx: ContextDep
 ) -> Response:
     """Update the candidate attributes; fires the state's ``on_update`` transfer."""
-    updated = await run_change(
-        facades.inventory.update_instance,
+    updated = await facades.inventory.update_instance_async(
         ctx,
         entity,
         ref,
         current_version=body.current_version,
         attributes=body.attributes,
+        thread=run_change,
     )
     return model_json(updated)
 
@@ -130,14 +132,14 @@ async def set_state(
     entity: EntityName, ref: InstanceRef, body: SetStateRequest, facades: FacadesDep, ctx: ContextDep
 ) -> InstanceOut:
     """Fire the ``api_set_state`` transfer to ``target_state``."""
-    return await run_change(
-        facades.inventory.set_state,
+    return await facades.inventory.set_state_async(
         ctx,
         entity,
         ref,
         current_version=body.current_version,
         target_state=body.target_state,
         message=body.message or "",
+        thread=run_change,
     )
 
 
@@ -150,8 +152,8 @@ async def delete_instance(
     ctx: ContextDep,
 ) -> InstanceOut:
     """Fire the state's ``on_delete`` transfer."""
-    return await run_change(
-        facades.inventory.delete_instance, ctx, entity, ref, current_version=current_version
+    return await facades.inventory.delete_instance_async(
+        ctx, entity, ref, current_version=current_version, thread=run_change
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,10 @@ class InstancePage:
     log: list[EventOut]
     resources: list[InstanceResourceOut]
     owned: list[InstanceOut]
+
+
+#: runs a facade call in a thread and awaits it (the API's write lane, ``lsm.api.write_lane``)
+InThread = Callable[..., Awaitable[InstanceOut]]
 
 
 class InventoryFacade:
@@ -151,6 +156,53 @@ class InventoryFacade:
         self, ctx: RequestContext, entity: str, ref: str, *, current_version: int, attributes: dict[str, Any]
     ) -> InstanceOut:
         return self._execute(ctx, Update(entity, ref, current_version, attributes))
+
+    # -- changes awaited on an event loop ----------------------------------------------------
+    async def _execute_async(self, ctx: RequestContext, command: Command, thread: InThread) -> InstanceOut:
+        """``_execute`` for a caller on an event loop (an API route).
+
+        With group commit on and the environment's context fresh in the cache, the command
+        joins the next shared transaction and its commit is awaited on the loop, no thread
+        held (``Orchestrator.execute_async``); otherwise (a context to check against the
+        database, group commit off as on PostgreSQL) ``thread`` runs ``_execute`` in a thread
+        of the caller's choice (the API's write lane). Same transaction, same answer.
+        """
+        env = self.core.environments.fresh_context(ctx.environment)
+        if env is None or self.core.orchestrator.group is None:
+            return await thread(self._execute, ctx, command)
+        row = await self.core.orchestrator.execute_async(env, command, origin=ctx.origin)
+        return instance_out(row)
+
+    async def update_instance_async(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        attributes: dict[str, Any],
+        thread: InThread,
+    ) -> InstanceOut:
+        return await self._execute_async(ctx, Update(entity, ref, current_version, attributes), thread)
+
+    async def set_state_async(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        target_state: str,
+        message: str = "",
+        thread: InThread,
+    ) -> InstanceOut:
+        command = SetState(entity, ref, current_version, target_state, message)
+        return await self._execute_async(ctx, command, thread)
+
+    async def delete_instance_async(
+        self, ctx: RequestContext, entity: str, ref: str, *, current_version: int, thread: InThread
+    ) -> InstanceOut:
+        return await self._execute_async(ctx, Delete(entity, ref, current_version), thread)
 
     def set_state(
         self,

@@ -31,10 +31,18 @@ returned.
 Cost: one queue hand-off per call; the transaction, connection checkout and commit are shared
 by the batch. Items run one after the other, in arrival order (the GIL ran them one at a time
 before as well).
+
+A caller on an event loop (an API route) hands its work over with ``run_async`` instead of
+blocking a thread on ``run``: it awaits its answer on the loop, and the writer answers a whole
+batch's callers of one loop with ONE ``call_soon_threadsafe``. Why: a route used to lend a
+thread per change only to wait in it; the hand-offs to that thread and back cost 85 us of CPU per
+call in a microbenchmark (140 against 55 us with a future), and 64 waiting threads took turns
+at the GIL with the event loop and the writer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -79,10 +87,42 @@ class _Item(Generic[T]):
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: BaseException | None = None
+    #: set by ``run_async``: the caller's loop and the future it awaits
+    loop: asyncio.AbstractEventLoop | None = None
+    future: asyncio.Future[Any] | None = None
 
     def answer(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Record the answer; a thread caller wakes now, a loop caller when ``_wake`` runs."""
         self.result, self.error = result, error
         self.done.set()
+
+    def settle(self) -> None:
+        """In the caller's loop: hand the recorded answer to the awaited future."""
+        future = self.future
+        if future is None or future.done():  # the caller was cancelled: nobody listens
+            return
+        if self.error is not None:
+            future.set_exception(self.error)
+        else:
+            future.set_result(self.result)
+
+
+def _settle_all(items: list[_Item[Any]]) -> None:
+    for item in items:
+        item.settle()
+
+
+def _wake(items: list[_Item[Any]]) -> None:
+    """Answer the loop callers among ``items``: one call into each of their loops."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Item[Any]]] = {}
+    for item in items:
+        if item.loop is not None:
+            by_loop.setdefault(item.loop, []).append(item)
+    for loop, waiting in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_settle_all, waiting)
+        except RuntimeError:  # the loop is closed: its callers are gone
+            log.warning("group commit: %d answers for a closed event loop dropped", len(waiting))
 
 
 class GroupCommit:
@@ -127,6 +167,21 @@ class GroupCommit:
         result: T = item.result
         return result
 
+    async def run_async(self, work: Callable[[Session], T]) -> T:
+        """``run`` for a caller on an event loop: the same transaction and answer, awaited on
+        the loop instead of in a thread (see the module docstring).
+
+        Cancelling the await does not withdraw the work: it is queued and runs, as a request
+        whose client went away does; only its answer is dropped.
+        """
+        loop = asyncio.get_running_loop()
+        item: _Item[T] = _Item(work, loop=loop, future=loop.create_future())
+        self._ensure_started()
+        self._queue.put(item)
+        assert item.future is not None
+        result: T = await item.future
+        return result
+
     def close(self) -> None:
         """Answer what is queued, then stop the writer (later calls start a new one)."""
         with self._lock:
@@ -167,6 +222,8 @@ class GroupCommit:
                     if not item.done.is_set():
                         item.answer(error=exc)
                 log.exception("group commit: a batch failed outside its items")
+            finally:
+                _wake(batch)
             if stop:
                 return
 

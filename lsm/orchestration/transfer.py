@@ -24,6 +24,7 @@ are told that requests are waiting. Nothing else in the code base writes
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -137,6 +138,36 @@ class Orchestrator:
         """
         group = self.group if grouped else None
         outcome, chained = self._execute_once(ctx, command, origin or SYSTEM, group)
+        return self._complete(ctx, outcome, chained, group)
+
+    async def execute_async(
+        self, ctx: EnvironmentContext, command: Command, *, origin: Origin | None = None
+    ) -> InstanceRow:
+        """``execute(..., grouped=True)`` for a caller on an event loop, with group commit on:
+        the command joins a shared transaction and the caller awaits its commit on the loop,
+        without a thread of its own (``GroupCommit.run_async``). The rare rest that blocks (an
+        auto step refused in the chain, fired in transactions of its own) runs in a thread.
+        """
+        group = self.group
+        if group is None:
+            raise RuntimeError("execute_async needs group commit (Orchestrator(group_commit=True))")
+        work = self._work(ctx, command, origin or SYSTEM, chain=True)
+        try:
+            outcome, chained = await group.run_async(work)
+        except IntegrityError as exc:
+            conflict = _identity_conflict(exc)
+            if conflict is None:
+                raise
+            raise conflict from None
+        if not chained:
+            return await asyncio.to_thread(self._complete, ctx, outcome, chained, group)
+        return self._complete(ctx, outcome, chained, group)
+
+    def _complete(
+        self, ctx: EnvironmentContext, outcome: Outcome, chained: bool, group: GroupCommit | None
+    ) -> InstanceRow:
+        """After a command's transaction: the auto steps a refusal left (each in a transaction
+        of its own; only when not ``chained``), then the listeners and watchers are told."""
         row = outcome.instance
         queued = list(outcome.compiles)
         while outcome.executed and not chained:  # an auto step was refused in the chain: as before
@@ -302,6 +333,22 @@ class Orchestrator:
         """Run ``command`` in a transaction of its own (or a group's savepoint), with the auto
         transfers that follow it when ``chain``; the outcome of the last step taken, and whether
         the chain is complete (no refused auto step left for the caller)."""
+        work = self._work(ctx, command, origin, chain=chain)
+        try:
+            if group is not None:
+                return group.run(work)
+            with self.db.write() as session:
+                return work(session)
+        except IntegrityError as exc:
+            conflict = _identity_conflict(exc)
+            if conflict is None:
+                raise
+            raise conflict from None
+
+    def _work(
+        self, ctx: EnvironmentContext, command: Command, origin: Origin, *, chain: bool
+    ) -> Callable[[Session], tuple[Outcome, bool]]:
+        """The transaction's work for ``command`` (see ``_execute_once``), for any session."""
 
         def work(session: Session) -> tuple[Outcome, bool]:
             transaction = _Transaction(session, ctx, origin)
@@ -319,19 +366,7 @@ class Orchestrator:
                 return outcome, False
             return Outcome(rows[0], outcome.executed, transaction.compiles, outcome.origin), True
 
-        try:
-            if group is not None:
-                return group.run(work)
-            with self.db.write() as session:
-                return work(session)
-        except IntegrityError as exc:
-            # The partial unique index is the last line of defence for identity uniqueness
-            # between two concurrent creates on PostgreSQL.
-            if "identity" in str(exc.orig).lower():
-                raise IdentityConflict(
-                    "identity value already used by another instance (concurrent create)"
-                ) from None
-            raise
+        return work
 
     def _auto_command(self, ctx: EnvironmentContext, row: InstanceRow) -> Auto | None:
         binding = ctx.binding(row.entity)
@@ -339,6 +374,15 @@ class Orchestrator:
         if transfer is None or transfer.validate or not auto_enabled(binding, row, transfer.config_name):
             return None
         return Auto(instance_id=row.id, expected_version=row.version)
+
+
+def _identity_conflict(exc: IntegrityError) -> IdentityConflict | None:
+    """The conflict a write that broke the identity index means, or None for another index: the
+    partial unique index on identity values is the last line of defence between two concurrent
+    creates on PostgreSQL."""
+    if "identity" in str(exc.orig).lower():
+        return IdentityConflict("identity value already used by another instance (concurrent create)")
+    return None
 
 
 def _round(

@@ -162,6 +162,14 @@ class Environments:
                     lifecycle=binding.lifecycle,
                 )
 
+    def fresh_context(self, env: str | None) -> EnvironmentContext | None:
+        """The cached context of ``env`` if it was checked less than ``refresh_after`` seconds
+        ago, else None; never reads the database (for callers on an event loop)."""
+        cached = self._contexts.get(env or self.default)
+        if cached is None or time.monotonic() - self._loaded.get(cached.env_id, 0.0) >= self.refresh_after:
+            return None
+        return cached
+
     def context(self, env: str | None) -> EnvironmentContext:
         """The context of an environment (name or id; ``None`` = default), cached.
 
@@ -170,11 +178,8 @@ class Environments:
         environment row (one primary-key read) and rebuilt when the row changed.
         """
         key = env or self.default
-        cached = self._contexts.get(key)
-        if (
-            cached is not None
-            and time.monotonic() - self._loaded.get(cached.env_id, 0.0) < self.refresh_after
-        ):
+        cached = self.fresh_context(key)
+        if cached is not None:
             return cached
         with self.db.read() as session:
             row = repo.get_environment(session, key)

@@ -43,6 +43,10 @@ class HeldApp:
             self.inside -= 1
 
 
+def _arrived(door: ChangeAdmission, count: int) -> Callable[[], bool]:
+    return lambda: sum(door.counts()) == count
+
+
 async def until(check: Callable[[], bool], what: str) -> None:
     async with asyncio.timeout(WAIT_S):
         while not check():
@@ -62,7 +66,7 @@ async def test_changes_enter_a_few_at_a_time_in_arrival_order(limit: int) -> Non
             method, path = line.split(" ")
             calls.append(asyncio.create_task(http.request(method, path, json={})))
             # the next one is sent only once this one is inside or waiting: the order is known
-            await until(lambda n=number: sum(door.counts()) == n, f"request {number} arrived")
+            await until(_arrived(door, number), f"request {number} arrived")
         assert door.counts() == (limit, 4)
         assert inner.entered == sent[:limit]  # the others have not reached the app at all
 
