@@ -121,18 +121,23 @@ class CompileQueue:
             rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
             return Batch(leader=rows[leader.id], merged=[rows[i] for i in ids if i != leader.id], owner=owner)
 
-    def claim_validations(self, env_id: str, owner: str, *, limit: int) -> list[Batch]:
-        """Up to ``limit`` validation requests of ``env_id``, oldest first, each its own batch."""
+    def claim_validations(
+        self, env_id: str, owner: str, *, limit: int, session: Session | None = None
+    ) -> list[Batch]:
+        """Up to ``limit`` validation requests of ``env_id``, oldest first, each its own batch
+        (in ``session`` when given: a validation round claims the next in its own transaction)."""
+        if session is None:
+            with self.db.write() as own:
+                return self.claim_validations(env_id, owner, limit=limit, session=own)
         now = utcnow()
-        with self.db.write() as session:
-            expired = sql.expired(session, now, skip_locked=not self.db.is_sqlite)
-            if expired:
-                self._take_over(session, expired, now)
-            ids = sql.queued_validations(session, env_id, limit=limit, skip_locked=not self.db.is_sqlite)
-            if not ids:
-                return []
-            rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
-            return [Batch(leader=rows[i], owner=owner) for i in ids]
+        expired = sql.expired(session, now, skip_locked=not self.db.is_sqlite)
+        if expired:
+            self._take_over(session, expired, now)
+        ids = sql.queued_validations(session, env_id, limit=limit, skip_locked=not self.db.is_sqlite)
+        if not ids:
+            return []
+        rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
+        return [Batch(leader=rows[i], owner=owner) for i in ids]
 
     def _take_over(self, session: Session, held: list[tuple[str, int]], now: datetime) -> None:
         """Requests whose worker died: back to the queue, or failed once they killed too many."""

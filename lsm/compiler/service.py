@@ -24,6 +24,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sqlmodel import Session
+
 from lsm.compiler.locks import EnvironmentLocks, Held
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
@@ -36,6 +38,10 @@ log = logging.getLogger(__name__)
 
 #: after a validation batch found every selection busy elsewhere, wait this long before retrying
 BUSY_PAUSE = 0.05
+
+#: claims a validation work makes inside its rounds' transactions before it gives its runner
+#: thread back to the loop (``ValidationWork._more``)
+MAX_CONTINUED = 8
 
 
 class _CompileWork:
@@ -94,16 +100,47 @@ class ExportWork(_CompileWork):
 
 class ValidationWork(_CompileWork):
     def __init__(
-        self, service: CompileService, ctx: EnvironmentContext, batches: list[Batch], timeout: float
+        self,
+        service: CompileService,
+        ctx: EnvironmentContext,
+        batches: list[Batch],
+        timeout: float,
+        *,
+        limit: int,
     ):
         super().__init__(service, ctx.env_id, batches, timeout)
         self.ctx = ctx
+        self.limit = limit
+        #: claims made inside a round's transaction (``_more``)
+        self.continued = 0
+
+    def _more(self, session: Session) -> list[Batch]:
+        """The next validation requests of the environment, claimed in the transaction that
+        applies this work's last round, under the same lease token (so the heartbeat renews
+        them with the rest); none once the loop stops, or after ``MAX_CONTINUED`` such claims,
+        so that the runner thread goes back to the loop and its round over the environments."""
+        if self.continued >= MAX_CONTINUED or self.service.stopping():
+            return []
+        owner = self.batches[0].owner
+        return self.service.queue.claim_validations(self.env_id, owner, limit=self.limit, session=session)
+
+    def _claimed(self, batches: list[Batch]) -> None:
+        """The claim of ``_more`` committed: these batches are this work's (the heartbeat renews
+        them, a shutdown gives them back)."""
+        self.continued += 1
+        self.batches.extend(batches)
 
     def run(self) -> None:
         locks = self.service.locks.selections(self.env_id)
         try:
             left = self.service.runner.validations.run(
-                self.ctx, self.batches, locks, started=self.restart_clock, ended=self.done.add
+                self.ctx,
+                list(self.batches),
+                locks,
+                started=self.restart_clock,
+                ended=self.done.add,
+                more=self._more,
+                claimed=self._claimed,
             )
             if left:
                 self.service.busy(self.env_id)
@@ -148,6 +185,8 @@ class CompileService:
         self._busy_until: dict[str, float] = {}
         self._guard = threading.Lock()
         self.listeners: list[Callable[[str], None]] = []
+        #: whether the service loop is stopping (set by the wiring): works claim nothing more
+        self.stopping: Callable[[], bool] = lambda: False
 
     def claim(self) -> ExportWork | ValidationWork | None:
         pending = self.queue.environments_with_work()
@@ -182,7 +221,9 @@ class CompileService:
             return None
         owner = self.queue.new_owner(self.worker)
         batches = self.queue.claim_validations(env.env_id, owner, limit=settings.validation_batch)
-        return ValidationWork(self, ctx, batches, settings.compile_timeout) if batches else None
+        if not batches:
+            return None
+        return ValidationWork(self, ctx, batches, settings.compile_timeout, limit=settings.validation_batch)
 
     def _take_slot(self, env_id: str) -> bool:
         """One more runner thread for ``env_id``, unless it holds its share already."""

@@ -200,6 +200,7 @@ def build_compile_processing(
         heartbeat_interval=min(5.0, config.lease_ttl / 3),
         name=config.role,
     )
+    compiles.stopping = lambda: loop.stopping  # a validation work claims no more once it stops
     processing = WorkerProcessing(
         db,
         runner,

@@ -263,3 +263,119 @@ def test_a_rounds_outcomes_and_the_ends_of_its_requests_commit_together(
     assert request.status == "running"  # still held: resumed or taken over, never lost
     assert runner.validations.run(ctx, batches) == []  # the same worker runs it again: it passes
     assert engine.facades.inventory.get_instance(RequestContext.local(), "port", port.id).state == "creating"
+
+
+def _ports(engine: ApiRuntime, count: int, *, settle: bool = False) -> list[str]:
+    """``count`` new ports on routers of their own, their validations queued (``settle``: the
+    routers' own compiles have run first)."""
+    owners = routers(engine, count)
+    if settle:
+        engine.processing.drain()
+    return [
+        engine.facades.inventory.create_instance(
+            RequestContext.local(), "port", {"name": "eth0", "router": owner}
+        ).id
+        for owner in owners
+    ]
+
+
+def _status(engine: ApiRuntime, compile_ids: list[str]) -> list[str]:
+    by_id = {
+        c.id: c.status for c in engine.facades.compiles.list_compiles(RequestContext.local(), limit=1000)
+    }
+    return [by_id[i] for i in compile_ids]
+
+
+def test_a_round_claims_the_next_requests_in_its_own_transaction(
+    engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five queued validations, claimed two at a time: one claim transaction, then each round's
+    apply claims the next two; every one is validated, in order."""
+    engine = engine_factory(ROUTER_PORT)
+    ctx = engine.context(None)
+    runner = engine.processing.runner
+    queue = runner.queue
+    ports = _ports(engine, 5)
+    owner = queue.new_owner("w")
+    first = queue.claim_validations(ctx.env_id, owner, limit=2)
+    real_claim = queue.claim_validations
+    alone: list[int] = []
+
+    def claim(*args: Any, session: Any = None, **kwargs: Any) -> Any:
+        if session is None:
+            alone.append(1)
+        return real_claim(*args, session=session, **kwargs)
+
+    monkeypatch.setattr(queue, "claim_validations", claim)
+    taken_on: list[list[str]] = []
+
+    left = runner.validations.run(
+        ctx,
+        first,
+        more=lambda session: queue.claim_validations(ctx.env_id, owner, limit=2, session=session),
+        claimed=lambda batches: taken_on.append([str(b.leader.instance_id) for b in batches]),
+    )
+
+    assert left == [] and alone == []  # no claim had a transaction of its own
+    assert taken_on == [ports[2:4], ports[4:5]]
+    for port_id in ports:
+        assert (
+            engine.facades.inventory.get_instance(RequestContext.local(), "port", port_id).state == "creating"
+        )
+
+
+def test_a_claim_made_in_a_round_is_rolled_back_with_it(engine_factory: Callable[..., ApiRuntime]) -> None:
+    """The round's transaction fails after its claim: the claimed requests stay queued for
+    anyone, nobody is told they were taken, and the round's own requests stay running."""
+    engine = engine_factory(ROUTER_PORT)
+    ctx = engine.context(None)
+    runner = engine.processing.runner
+    queue = runner.queue
+    ports = _ports(engine, 3)
+    owner = queue.new_owner("w")
+    first = queue.claim_validations(ctx.env_id, owner, limit=1)
+    grabbed: list[str] = []
+    told: list[Any] = []
+
+    def more_then_fail(session: Any) -> list[Any]:
+        batches = queue.claim_validations(ctx.env_id, owner, limit=5, session=session)
+        grabbed.extend(b.leader.id for b in batches)
+        raise RuntimeError("disk gone after the claim")
+
+    with pytest.raises(RuntimeError, match="disk gone"):
+        runner.validations.run(ctx, first, more=more_then_fail, claimed=told.append)
+
+    assert len(grabbed) == 2 and told == []
+    assert _status(engine, grabbed) == ["queued", "queued"]
+    assert _status(engine, [first[0].leader.id]) == ["running"]
+    stored = engine.facades.inventory.get_instance(RequestContext.local(), "port", ports[0])
+    assert stored.state == "start"  # the round's outcome was rolled back too
+
+
+def test_a_validation_work_takes_on_more_until_its_bound_or_the_loop_stops(
+    engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lsm.compiler import service as service_module
+
+    engine = engine_factory(ROUTER_PORT)
+    compiles = engine.processing.compiles
+    engine.facades.environments.set_setting(RequestContext.local(), "validation_batch", 1)
+    ports = _ports(engine, 6, settle=True)
+    monkeypatch.setattr(service_module, "MAX_CONTINUED", 2)
+
+    work = compiles.claim()
+    assert isinstance(work, service_module.ValidationWork)
+    work.run()
+    assert work.continued == 2 and len(work.batches) == 3  # its claim, then two more in rounds
+    assert all(b.leader.id in work.done for b in work.batches)
+    states = [engine.facades.inventory.get_instance(RequestContext.local(), "port", p).state for p in ports]
+    assert states == ["creating"] * 3 + ["start"] * 3
+
+    compiles.stopping = lambda: True
+    work = compiles.claim()
+    while isinstance(work, service_module.ExportWork):  # the exporting compile of those three
+        work.run()
+        work = compiles.claim()
+    assert isinstance(work, service_module.ValidationWork)
+    work.run()
+    assert work.continued == 0 and len(work.batches) == 1  # a stopping loop: nothing more
