@@ -40,6 +40,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, SQLModel, create_engine
 
+from lsm.inventory.checkpoint import WRITER_CHECKPOINT_PAGES, Checkpointer
 from lsm.inventory.write_gate import WriteGate
 
 #: A JSON column: JSONB on PostgreSQL, JSON text on SQLite.
@@ -84,6 +85,8 @@ class Database:
         self.schema = schema
         self._schema_lock = threading.Lock()
         self._gate = WriteGate() if self.is_sqlite else None
+        #: SQLite: WAL checkpoints after commits, outside the write lock (``lsm.inventory.checkpoint``)
+        self.checkpointer: Checkpointer | None = None
         if self.is_sqlite:
             if parsed.database in (None, "", ":memory:"):
                 raise ValueError(
@@ -94,6 +97,7 @@ class Database:
             self.read_engine = create_engine(self.url, echo=echo, connect_args=sqlite_args)
             _configure_sqlite(self.write_engine, begin=BEGIN_WRITE)
             _configure_sqlite(self.read_engine, begin="BEGIN")
+            self.checkpointer = Checkpointer(parsed.database)
         else:
             connect_args: dict[str, Any] = dict(KEEPALIVES)
             if schema:
@@ -144,6 +148,8 @@ class Database:
         finally:
             if self._gate is not None:
                 self._gate.release()
+        if self.checkpointer is not None:  # committed: its pages go to the database file soon
+            self.checkpointer.poke()
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -164,6 +170,8 @@ class Database:
                 schema.upgrade_schema(conn)
 
     def dispose(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self.write_engine.dispose()
         if self.read_engine is not self.write_engine:
             self.read_engine.dispose()
@@ -207,7 +215,8 @@ def _closed_by_server(dbapi_connection: Any) -> bool:
 
 
 def _configure_sqlite(engine: Engine, *, begin: str) -> None:
-    """WAL, a busy timeout, foreign keys, and our own BEGIN statement (pysqlite autocommit mode)."""
+    """WAL, a busy timeout, foreign keys, the writers' checkpoint threshold, and our own BEGIN
+    statement (pysqlite autocommit mode)."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -216,6 +225,9 @@ def _configure_sqlite(engine: Engine, *, begin: str) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # commits leave the WAL's pages to the checkpointer thread (``lsm.inventory.checkpoint``);
+        # past this many pages a writer still checkpoints itself
+        cursor.execute(f"PRAGMA wal_autocheckpoint={WRITER_CHECKPOINT_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
