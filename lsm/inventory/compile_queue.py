@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, literal, union_all, update
+from sqlalchemy import bindparam, case, func, literal, text, union_all, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
@@ -54,15 +54,15 @@ class Pending:
 
 
 def environments_with_work(session: Session) -> list[Pending]:
-    """Environments with queued or running requests, per kind (index-only on ``ix_lsm_compile_active``)."""
-    found: dict[str, dict[str, bool]] = {}
-    for env_id, status, kind in session.connection().execute(_WITH_WORK):
-        flags = found.setdefault(env_id, {})
-        if kind == VALIDATION:
-            flags["validations" if status == QUEUED else "running_validations"] = True
-        else:
-            flags["exporting"] = True  # queued, or running: a dead worker's, to take over
-    return [Pending(env_id, **flags) for env_id, flags in found.items()]
+    """Environments with queued or running requests, per kind: a loose scan of
+    ``ix_lsm_compile_active`` (``_WITH_WORK``), so its cost follows the number of environments
+    with work, not the length of the queue."""
+    return [
+        Pending(
+            env_id, exporting=bool(exporting), validations=bool(queued), running_validations=bool(running)
+        )
+        for env_id, exporting, queued, running in session.connection().execute(_WITH_WORK)
+    ]
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,44 @@ class ExportingState:
     first_full: Queued | None
 
 
+def _with_work_query() -> Any:
+    """Which environments have work, one index seek per environment and question.
+
+    Why not ``SELECT DISTINCT env_id, status, kind``: that reads every entry of the active index,
+    one per queued or running request (0.5 ms with 2,000 of them, 7 ms with 20,000, on every
+    claim of every runner thread). Here a recursive query walks the distinct ``env_id`` of each
+    status by seeking past the last one found (``min(env_id) ... > previous``), then asks three
+    ``EXISTS`` per environment. Every subquery repeats the index's own condition
+    (``status IN ('queued', 'running')``) as literals: SQLite uses a partial index only when the
+    query's WHERE clause names its condition.
+    """
+    table, active = _t.name, f"status IN ('{QUEUED}', '{RUNNING}')"
+    exporting = ", ".join(f"'{kind}'" for kind in EXPORTING)
+
+    def walk(name: str, status: str) -> str:
+        of_status = f"FROM {table} c WHERE c.{active} AND c.status = '{status}'"
+        first = f"SELECT min(c.env_id) {of_status}"
+        step = f"SELECT min(c.env_id) {of_status} AND c.env_id > {name}.env_id"
+        return (
+            f"{name}(env_id) AS (SELECT ({first}) "
+            f"UNION ALL SELECT ({step}) FROM {name} WHERE {name}.env_id IS NOT NULL)"
+        )
+
+    def has(condition: str) -> str:
+        return f"EXISTS (SELECT 1 FROM {table} c WHERE c.{active} AND c.env_id = e.env_id AND {condition})"
+
+    queued_validations = has(f"c.status = '{QUEUED}' AND c.kind = '{VALIDATION}'")
+    running_validations = has(f"c.status = '{RUNNING}' AND c.kind = '{VALIDATION}'")
+    return text(
+        f"WITH RECURSIVE {walk('q', QUEUED)}, {walk('r', RUNNING)} "
+        f"SELECT e.env_id, {has(f'c.kind IN ({exporting})')}, {queued_validations}, {running_validations} "
+        "FROM (SELECT env_id FROM q WHERE env_id IS NOT NULL "
+        "UNION SELECT env_id FROM r WHERE env_id IS NOT NULL) e ORDER BY e.env_id"
+    )
+
+
 #: asked every time the worker looks for work: built once
-_WITH_WORK = sa_select(_t.c.env_id, _t.c.status, _t.c.kind).where(_t.c.status.in_(ACTIVE)).distinct()
+_WITH_WORK = _with_work_query()
 
 
 def _exporting_state_query(*, every: bool) -> Any:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lsm.compiler.queue import CompileQueue, LeaseLost
+from lsm.inventory.compile_queue import Pending, environments_with_work
 from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
@@ -179,3 +182,54 @@ def test_the_requests_merged_into_a_leader_are_finished_with_it(db: Database) ->
         done = row(db, merged)
         assert (done.status, done.desired_state_version, done.lease_owner) == ("success", 7, None)
         assert done.report == {"merged_into": p1, "status": "success"}
+
+
+_ENVS = ["env-a", "env-b", "env-c"]
+_STATUSES = ["queued", "running", "success", "failed"]
+ACTIVE = ("queued", "running")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_ENVS), st.sampled_from(list(CompileKind)), st.sampled_from(_STATUSES)),
+        max_size=25,
+    )
+)
+def test_which_environments_have_work_is_read_off_the_queue_as_it_is(
+    db: Database, requests: list[tuple[str, CompileKind, str]]
+) -> None:
+    """The loose index scan (``environments_with_work``) says, per environment, what a plain
+    look at every request says: exporting work queued or running, validations queued, and
+    validations running."""
+    with db.write() as session:
+        session.connection().execute(CompileRow.__table__.delete())  # type: ignore[attr-defined]
+        for env_id, kind, status in requests:
+            params = ValidationParams(instance_version=1) if kind is CompileKind.VALIDATION else None
+            made = enqueue(
+                session,
+                CompileOrder(
+                    env_id, kind, reason="test", requested_ids=["i"], instance_id="i", validation=params
+                ),
+            )
+            session.flush()  # the row exists before its status is set
+            session.connection().execute(
+                CompileRow.__table__.update()  # type: ignore[attr-defined]
+                .where(CompileRow.__table__.c.id == made.id)  # type: ignore[attr-defined]
+                .values(status=status)
+            )
+    expected = []
+    for env_id in sorted({env for env, _, status in requests if status in ACTIVE}):
+        mine = [(kind, status) for env, kind, status in requests if env == env_id]
+        expected.append(
+            Pending(
+                env_id,
+                exporting=any(
+                    k is not CompileKind.VALIDATION and s in ("queued", "running") for k, s in mine
+                ),
+                validations=(CompileKind.VALIDATION, "queued") in mine,
+                running_validations=(CompileKind.VALIDATION, "running") in mine,
+            )
+        )
+    with db.read() as session:
+        assert environments_with_work(session) == expected
