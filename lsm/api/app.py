@@ -94,7 +94,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # error answers carry the request id too
     # outermost: a change waiting for its turn costs nothing yet (lsm.api.write_lane)
-    app.add_middleware(ChangeAdmission, prefix=inventory.router.prefix)
+    app.add_middleware(ChangeAdmission, prefix=inventory.router.prefix, max_body_bytes=max_body_bytes)
     check_declared(ROUTERS)
     for router in ROUTERS:
         app.include_router(router)

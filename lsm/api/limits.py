@@ -32,7 +32,7 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
+        declared = content_length(scope)
         if declared is not None and declared > self.max_bytes:
             response = error_response(
                 413, PAYLOAD_TOO_LARGE, too_large_message(self.max_bytes), limit=self.max_bytes
@@ -53,7 +53,8 @@ class BodyLimitMiddleware:
         await self.app(scope, counting_receive, send)
 
 
-def _content_length(scope: Scope) -> int | None:
+def content_length(scope: Scope) -> int | None:
+    """The request's declared ``Content-Length``, if it has a valid one."""
     for name, value in scope.get("headers", []):
         if name == b"content-length":
             try:

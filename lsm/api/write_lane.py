@@ -11,16 +11,17 @@ fill while reads, the console and the access checks keep the default pool.
 The lane has a door (``ChangeAdmission``, an ASGI middleware, the outermost of the API's): a
 change request waits there, in arrival order, until fewer than a batch of changes are inside;
 only then do the middlewares, the routing, the dependencies (authentication) and the body's
-parsing and validation run for it. Why: a burst arrives all at once. Without the door the
-event loop ran that work for every request of the burst before the first group commit could
-take the GIL for long (1,000 PATCHes: the first commit 0.73-0.78 s after the first request was
-sent), the compile worker had nothing to validate meanwhile, and a read waited behind the whole
-burst. With the door, the first batch is parsed and committed while the rest wait, and parsing
-the next batch overlaps the commit of the one before (the first commit after 0.37-0.41 s).
-``benchmarks e2e --no-server-worker --workers 1``, four alternated pairs: PATCH p50 1.30-1.48 s
-became 1.00-1.33 s, the slowest read during the burst 508-602 ms became 193-225 ms; the rate
-moved within its noise (353-386 against 359-392 updates/s). The answers are the same: the door
-only orders when a change starts.
+parsing and validation run for it. Its body is read before it waits (up to the body limit), so
+that a client that sends a body slowly never holds a place. Why: a burst arrives all at once.
+Without the door the event loop ran that work for every request of the burst before the first
+group commit could take the GIL for long (1,000 PATCHes: the first commit 0.73-0.78 s after the
+first request was sent), the compile worker had nothing to validate meanwhile, and a read
+waited behind the whole burst. With the door, the first batch is parsed and committed while the
+rest wait, and parsing the next batch overlaps the commit of the one before (the first commit
+after 0.37-0.41 s). ``benchmarks e2e --no-server-worker --workers 1``, four alternated pairs:
+PATCH p50 1.30-1.48 s became 1.00-1.33 s, the slowest read during the burst 508-602 ms became
+193-225 ms; the rate moved within its noise (353-386 against 359-392 updates/s). The answers
+are the same: the door only orders when a change starts.
 
 The limiter and the door's semaphore belong to the running event loop (anyio creates the
 limiter for the loop's backend); a server has one loop, tests may start several.
@@ -37,8 +38,9 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lsm.api.limits import content_length
 from lsm.orchestration.group import DEFAULT_MAX_BATCH
 
 T = TypeVar("T")
@@ -90,12 +92,17 @@ class ChangeAdmission:
     """The lane's door: change requests under ``prefix`` enter ``limit`` at a time, in arrival
     order, before anything else is done for them (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, prefix: str, limit: int = WRITE_LANE_TOKENS) -> None:
+    def __init__(
+        self, app: ASGIApp, *, prefix: str, limit: int = WRITE_LANE_TOKENS, max_body_bytes: int
+    ) -> None:
         if limit < 1:
             raise ValueError("the write lane's door must let at least one change in")
         self.app = app
         self.prefix = prefix
         self.limit = limit
+        self.max_body_bytes = max_body_bytes
+        #: changes whose body is still being read, before the door (tests, diagnostics)
+        self.reading = 0
         self._doors: weakref.WeakKeyDictionary[AbstractEventLoop, _Door] = weakref.WeakKeyDictionary()
 
     def _door(self) -> _Door:
@@ -119,5 +126,29 @@ class ChangeAdmission:
         ):
             await self.app(scope, receive, send)
             return
+        declared = content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await self.app(scope, receive, send)  # a 413 before a byte is read (lsm.api.limits)
+            return
+        # the body is read before the door, so that a client sending it slowly waits without
+        # holding a place; past the body limit the rest is left to the limit's 413 (inside)
+        received: list[Message] = []
+        size = 0
+        self.reading += 1
+        try:
+            while True:
+                message = await receive()
+                received.append(message)
+                if message["type"] != "http.request":
+                    break  # the client went away
+                size += len(message.get("body", b""))
+                if not message.get("more_body", False) or size > self.max_body_bytes:
+                    break
+        finally:
+            self.reading -= 1
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
         async with self._door():
-            await self.app(scope, receive, send)
+            await self.app(scope, replay, send)

@@ -175,12 +175,10 @@ class GroupCommit:
         whose client went away does; only its answer is dropped.
         """
         loop = asyncio.get_running_loop()
-        item: _Item[T] = _Item(work, loop=loop, future=loop.create_future())
+        future: asyncio.Future[T] = loop.create_future()
         self._ensure_started()
-        self._queue.put(item)
-        assert item.future is not None
-        result: T = await item.future
-        return result
+        self._queue.put(_Item(work, loop=loop, future=future))
+        return await future
 
     def close(self) -> None:
         """Answer what is queued, then stop the writer (later calls start a new one)."""

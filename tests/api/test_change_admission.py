@@ -9,7 +9,7 @@ never for time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -19,6 +19,7 @@ from lsm.api.write_lane import ChangeAdmission
 
 PREFIX = "/lsm/v1/service_inventory"
 WAIT_S = 30.0
+MAX_BODY = 1024
 
 
 class HeldApp:
@@ -58,7 +59,7 @@ async def until(check: Callable[[], bool], what: str) -> None:
 @pytest.mark.parametrize("limit", [1, 3])
 async def test_changes_enter_a_few_at_a_time_in_arrival_order(limit: int) -> None:
     inner = HeldApp()
-    door = ChangeAdmission(inner, prefix=PREFIX, limit=limit)
+    door = ChangeAdmission(inner, prefix=PREFIX, limit=limit, max_body_bytes=MAX_BODY)
     sent = [f"PATCH {PREFIX}/port/{i}" for i in range(limit + 4)]
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=door), base_url="http://t") as http:
         calls: list[asyncio.Task[httpx.Response]] = []
@@ -95,7 +96,7 @@ async def test_a_change_that_fails_gives_its_place_to_the_next() -> None:
         failures += 1
         raise RuntimeError("the app failed")
 
-    door = ChangeAdmission(failing, prefix=PREFIX, limit=1)
+    door = ChangeAdmission(failing, prefix=PREFIX, limit=1, max_body_bytes=MAX_BODY)
     transport = httpx.ASGITransport(app=door, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
         answers = await asyncio.gather(*(http.delete(f"{PREFIX}/port/{i}") for i in range(3)))
@@ -109,4 +110,40 @@ def test_a_door_that_admits_nobody_is_refused() -> None:
         raise AssertionError("never called")
 
     with pytest.raises(ValueError, match="at least one"):
-        ChangeAdmission(app, prefix=PREFIX, limit=0)
+        ChangeAdmission(app, prefix=PREFIX, limit=0, max_body_bytes=MAX_BODY)
+
+
+@pytest.mark.anyio
+async def test_a_change_whose_body_is_still_arriving_holds_no_place() -> None:
+    """A slow sender waits outside; a complete change behind it goes in; the app gets the whole
+    body either way."""
+    bodies: list[bytes] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        bodies.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    door = ChangeAdmission(app, prefix=PREFIX, limit=1, max_body_bytes=MAX_BODY)
+    rest = asyncio.Event()
+
+    async def slowly() -> AsyncIterator[bytes]:
+        yield b'{"a": '
+        await rest.wait()
+        yield b"1}"
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=door), base_url="http://t") as http:
+        slow = asyncio.create_task(http.patch(f"{PREFIX}/port/1", content=slowly()))
+        await until(lambda: door.reading == 1, "the slow one's body is being read")
+        assert door.counts() == (0, 0)  # it holds no place meanwhile
+        fast = await http.patch(f"{PREFIX}/port/2", content=b'{"b": 2}')
+        assert fast.status_code == 200 and bodies == [b'{"b": 2}']  # it did not wait for the slow one
+        rest.set()
+        assert (await slow).status_code == 200
+    assert bodies == [b'{"b": 2}', b'{"a": 1}']
