@@ -15,6 +15,7 @@ import httpx
 
 from lsm.api.write_lane import WRITE_LANE_TOKENS, ChangeAdmission
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.inventory import InstanceOut
 from lsm.testing import served_url
 from tests.orchestration.helpers import Driver, gated
 from tests.waiting import wait_until
@@ -34,15 +35,7 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
     things = [driver.reach("up") for _ in range(CHANGES)]
     answers: dict[str, int] = {}
     with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S) as http:
-
-        def patch(thing_id: str, version: int) -> None:
-            response = http.patch(
-                f"/lsm/v1/service_inventory/thing/{thing_id}",
-                json={"current_version": version, "attributes": {"size": 9}},
-            )
-            answers[thing_id] = response.status_code
-
-        senders = [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
+        senders = _senders(http, things, answers)
         try:
             with gated(group):
                 for sender in senders:
@@ -78,14 +71,7 @@ def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
         assert http.get("/health").status_code == 200  # the app's middleware stack is built
         door = _door(engine)
 
-        def patch(thing_id: str, version: int) -> None:
-            response = http.patch(
-                f"/lsm/v1/service_inventory/thing/{thing_id}",
-                json={"current_version": version, "attributes": {"size": 9}},
-            )
-            answers[thing_id] = response.status_code
-
-        senders = [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
+        senders = _senders(http, things, answers)
         try:
             with gated(group):
                 for sender in senders:
@@ -107,6 +93,21 @@ def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
     assert answers == {t.id: 200 for t in things}
     assert all(driver.get(t).version == t.version + 1 for t in things)
     assert door.counts() == (0, 0)
+
+
+def _senders(
+    http: httpx.Client, things: list[InstanceOut], answers: dict[str, int]
+) -> list[threading.Thread]:
+    """A thread per thing that PATCHes it once and records the answer's status (not started)."""
+
+    def patch(thing_id: str, version: int) -> None:
+        response = http.patch(
+            f"/lsm/v1/service_inventory/thing/{thing_id}",
+            json={"current_version": version, "attributes": {"size": 9}},
+        )
+        answers[thing_id] = response.status_code
+
+    return [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
 
 
 def _door(engine: ApiRuntime) -> ChangeAdmission:

@@ -18,6 +18,13 @@ from lsm.schemas.inventory import InstanceOut
 from tests.waiting import DEFAULT_SECONDS, wait_until
 
 
+def group_of(engine: ApiRuntime) -> GroupCommit:
+    """The engine's group-commit writer (its tests enable group commit)."""
+    group = engine.orchestrator.group
+    assert group is not None, "the API runtime enables group commit"
+    return group
+
+
 @contextmanager
 def gated(group: GroupCommit, expected: int = 0) -> Iterator[None]:
     """Hold the writer on a gate (a work item that waits) for the block, and after it until

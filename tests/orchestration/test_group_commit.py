@@ -23,7 +23,7 @@ from lsm.orchestration import transfer as transfer_module
 from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, gated
+from tests.orchestration.helpers import Driver, gated, group_of
 
 WAIT_S = 60.0
 
@@ -32,12 +32,6 @@ WAIT_S = 60.0
 def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     """An engine with group commit on, on both backends (by default it is on for SQLite only)."""
     return engine_factory(config={"group_commit": True})
-
-
-def _group(engine: ApiRuntime) -> GroupCommit:
-    group = engine.orchestrator.group
-    assert group is not None, "the API runtime enables group commit"
-    return group
 
 
 def _run_all(calls: list[Callable[[], Any]], group: GroupCommit) -> list[Any]:
@@ -73,7 +67,7 @@ def test_refused_items_of_a_shared_transaction_roll_back_alone(engine: ApiRuntim
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(8)]
     logs = [_log_length(engine, t) for t in things]
-    group = _group(engine)
+    group = group_of(engine)
     batches = group.batches
     calls = [_update(engine, t.id, t.version, size=10 + i) for i, t in enumerate(things[:5])]
     calls += [
@@ -105,7 +99,7 @@ def test_refused_items_of_a_shared_transaction_roll_back_alone(engine: ApiRuntim
 def test_one_instance_many_writers_in_one_transaction_exactly_one_wins(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     thing = driver.reach("up")
-    group = _group(engine)
+    group = group_of(engine)
     results = _run_all([_update(engine, thing.id, thing.version, size=s) for s in range(2, 12)], group)
 
     winners = [r for r in results if isinstance(r, InstanceOut)]
@@ -120,7 +114,7 @@ def test_one_instance_many_writers_in_one_transaction_exactly_one_wins(engine: A
 def test_a_failing_commit_answers_nobody_success_and_writes_nothing(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(4)]
-    group = _group(engine)
+    group = group_of(engine)
 
     def sabotage(session: Session) -> None:
         def fail(committing: Session) -> None:
@@ -143,7 +137,7 @@ def test_an_unexpected_error_in_one_item_reruns_the_others_alone(engine: ApiRunt
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(4)]
     logs = [_log_length(engine, t) for t in things]
-    group = _group(engine)
+    group = group_of(engine)
 
     def broken(_session: Session) -> None:
         raise KeyError("a bug in one command")
@@ -163,7 +157,7 @@ def test_an_unexpected_error_in_one_item_reruns_the_others_alone(engine: ApiRunt
 def test_closing_answers_queued_work_and_a_later_call_starts_a_new_writer(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     thing = driver.reach("up")
-    group = _group(engine)
+    group = group_of(engine)
     group.close()
     out = _update(engine, thing.id, thing.version, size=4)()
     assert out.version == thing.version + 1
@@ -180,7 +174,7 @@ def test_the_items_event_lines_are_inserted_once_for_the_batch_and_a_refused_ite
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(4)]
     logs = [_log_length(engine, t) for t in things]
-    group = _group(engine)
+    group = group_of(engine)
     inserts: list[str] = []
 
     def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -225,7 +219,7 @@ def test_an_item_refused_after_its_step_leaves_its_row_and_the_others_store_thei
         real(self, row)
 
     monkeypatch.setattr(transfer_module._Transaction, "after_entering", after_entering)
-    results = _run_all([_update(engine, t.id, t.version, size=9) for t in things], _group(engine))
+    results = _run_all([_update(engine, t.id, t.version, size=9) for t in things], group_of(engine))
 
     assert isinstance(results[2], Conflict), results[2]
     for thing, answer in zip(things[:2], results[:2], strict=True):

@@ -23,7 +23,7 @@ from lsm.orchestration import Orchestrator
 from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, gated, outcome
+from tests.orchestration.helpers import Driver, gated, group_of, outcome
 from tests.orchestration.test_auto_chain import failing_auto, trail
 from tests.waiting import wait_until
 
@@ -34,12 +34,6 @@ WAIT_S = 60.0
 def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     """An engine with group commit on, on both backends (by default it is on for SQLite only)."""
     return engine_factory(config={"group_commit": True})
-
-
-def _group(engine: ApiRuntime) -> GroupCommit:
-    group = engine.orchestrator.group
-    assert group is not None, "the API runtime enables group commit"
-    return group
 
 
 def _on_a_loop(
@@ -76,7 +70,7 @@ def _thread_runner_never_used(*_args: Any, **_kwargs: Any) -> Awaitable[Instance
 def test_loop_callers_share_one_transaction_each_answered_as_alone(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(3)]
-    group = _group(engine)
+    group = group_of(engine)
     inventory = engine.facades.inventory
     ctx = RequestContext.local()
     engine.context(None)  # the environment's context is fresh in the cache: no thread needed
@@ -110,7 +104,7 @@ def test_loop_callers_share_one_transaction_each_answered_as_alone(engine: ApiRu
 def test_a_failing_commit_answers_every_loop_caller_with_its_error(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(3)]
-    group = _group(engine)
+    group = group_of(engine)
 
     def sabotage(session: Session) -> None:
         def fail(committing: Session) -> None:
@@ -144,7 +138,7 @@ def test_a_cancelled_caller_loses_only_its_answer(engine: ApiRuntime) -> None:
     """A client that goes away does not withdraw its change: it commits, as a thread's would."""
     driver = Driver(engine)
     thing, other = driver.reach("up"), driver.reach("up")
-    group = _group(engine)
+    group = group_of(engine)
     engine.context(None)
 
     async def main() -> None:
