@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from sqlalchemy import event
 from sqlmodel import Session
 
 from lsm.facade import RequestContext
@@ -16,6 +17,16 @@ from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.waiting import DEFAULT_SECONDS, wait_until
+
+
+def fail_the_commit(session: Session) -> None:
+    """A group-commit item that makes its batch's shared commit fail (not its own savepoint)."""
+
+    def fail(committing: Session) -> None:
+        if not committing.in_nested_transaction():
+            raise RuntimeError("disk gone at commit")
+
+    event.listen(session, "before_commit", fail)
 
 
 def group_of(engine: ApiRuntime) -> GroupCommit:

@@ -23,7 +23,7 @@ from lsm.orchestration import transfer as transfer_module
 from lsm.orchestration.group import GroupCommit, defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, gated, group_of
+from tests.orchestration.helpers import Driver, fail_the_commit, gated, group_of
 
 WAIT_S = 60.0
 
@@ -116,15 +116,8 @@ def test_a_failing_commit_answers_nobody_success_and_writes_nothing(engine: ApiR
     things = [driver.reach("up") for _ in range(4)]
     group = group_of(engine)
 
-    def sabotage(session: Session) -> None:
-        def fail(committing: Session) -> None:
-            if not committing.in_nested_transaction():  # the shared commit, not a savepoint's
-                raise RuntimeError("disk gone at commit")
-
-        event.listen(session, "before_commit", fail)
-
     calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=5) for t in things]
-    calls.append(lambda: group.run(sabotage))
+    calls.append(lambda: group.run(fail_the_commit))
     results = _run_all(calls, group)
 
     assert all(isinstance(r, RuntimeError) for r in results), results

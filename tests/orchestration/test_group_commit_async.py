@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
-from sqlalchemy import event
-from sqlmodel import Session
 
 from lsm.errors import InvalidInput, UnknownInstance, VersionConflict
 from lsm.facade import RequestContext
@@ -23,7 +21,7 @@ from lsm.orchestration import Orchestrator
 from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, gated, group_of, outcome
+from tests.orchestration.helpers import Driver, fail_the_commit, gated, group_of, outcome
 from tests.orchestration.test_auto_chain import failing_auto, trail
 from tests.waiting import wait_until
 
@@ -106,15 +104,8 @@ def test_a_failing_commit_answers_every_loop_caller_with_its_error(engine: ApiRu
     things = [driver.reach("up") for _ in range(3)]
     group = group_of(engine)
 
-    def sabotage(session: Session) -> None:
-        def fail(committing: Session) -> None:
-            if not committing.in_nested_transaction():  # the shared commit, not a savepoint's
-                raise RuntimeError("disk gone at commit")
-
-        event.listen(session, "before_commit", fail)
-
     async def sabotaging() -> None:
-        await group.run_async(sabotage)
+        await group.run_async(fail_the_commit)
 
     def update(thing: InstanceOut) -> Callable[[], Coroutine[Any, Any, Any]]:
         return lambda: engine.facades.inventory.update_instance_async(
