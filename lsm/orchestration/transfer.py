@@ -27,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,14 +152,8 @@ class Orchestrator:
         group = self.group
         if group is None:
             raise RuntimeError("execute_async needs group commit (Orchestrator(group_commit=True))")
-        work = self._work(ctx, command, origin or SYSTEM, chain=True)
-        try:
-            outcome, chained = await group.run_async(work)
-        except IntegrityError as exc:
-            conflict = _identity_conflict(exc)
-            if conflict is None:
-                raise
-            raise conflict from None
+        with _identity_conflicts():
+            outcome, chained = await group.run_async(self._work(ctx, command, origin or SYSTEM, chain=True))
         if not chained:
             return await asyncio.to_thread(self._complete, ctx, outcome, chained, group)
         return self._complete(ctx, outcome, chained, group)
@@ -334,16 +329,11 @@ class Orchestrator:
         transfers that follow it when ``chain``; the outcome of the last step taken, and whether
         the chain is complete (no refused auto step left for the caller)."""
         work = self._work(ctx, command, origin, chain=chain)
-        try:
+        with _identity_conflicts():
             if group is not None:
                 return group.run(work)
             with self.db.write() as session:
                 return work(session)
-        except IntegrityError as exc:
-            conflict = _identity_conflict(exc)
-            if conflict is None:
-                raise
-            raise conflict from None
 
     def _work(
         self, ctx: EnvironmentContext, command: Command, origin: Origin, *, chain: bool
@@ -376,13 +366,19 @@ class Orchestrator:
         return Auto(instance_id=row.id, expected_version=row.version)
 
 
-def _identity_conflict(exc: IntegrityError) -> IdentityConflict | None:
-    """The conflict a write that broke the identity index means, or None for another index: the
-    partial unique index on identity values is the last line of defence between two concurrent
-    creates on PostgreSQL."""
-    if "identity" in str(exc.orig).lower():
-        return IdentityConflict("identity value already used by another instance (concurrent create)")
-    return None
+@contextmanager
+def _identity_conflicts() -> Iterator[None]:
+    """A write that broke the identity index raises ``IdentityConflict`` (409); any other
+    ``IntegrityError`` passes. The partial unique index on identity values is the last line of
+    defence between two concurrent creates on PostgreSQL."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if "identity" in str(exc.orig).lower():
+            raise IdentityConflict(
+                "identity value already used by another instance (concurrent create)"
+            ) from None
+        raise
 
 
 def _round(
