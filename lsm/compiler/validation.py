@@ -96,7 +96,7 @@ class ValidationBatches:
         the validations waited with it.
         """
         pending = list(batches)
-        rounds = 0
+        size, rounds = len(pending), 0  # of the batch running now (its report's "batch")
         while pending:
             rounds += 1
             taken, pending, stale = self._plan(ctx, pending, locks, rounds, ended)
@@ -106,11 +106,11 @@ class ValidationBatches:
                 results = []
                 for planned in taken:
                     started()
-                    results.append(self._refine(ctx, planned, batch_size=len(batches), round_=rounds))
+                    results.append(self._refine(ctx, planned, batch_size=size, round_=rounds))
                 taken_on = self._apply(ctx, results, more=None if pending else more)
-                if taken_on:
+                if taken_on:  # claimed once nothing was pending: a batch of their own, from round 1
                     claimed(taken_on)
-                    pending += taken_on
+                    pending, size, rounds = taken_on, len(taken_on), 0
                 for result in results:
                     ended(result.planned.batch.leader.id)
             finally:

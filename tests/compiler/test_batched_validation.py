@@ -318,6 +318,9 @@ def test_a_round_claims_the_next_requests_in_its_own_transaction(
 
     assert left == [] and alone == []  # no claim had a transaction of its own
     assert taken_on == [ports[2:4], ports[4:5]]
+    reports = validation_reports(engine)
+    batches = [(reports[p]["batch"]["size"], reports[p]["batch"]["round"]) for p in ports]
+    assert batches == [(2, 1)] * 4 + [(1, 1)]  # each claim is a batch of its own in the reports
     for port_id in ports:
         assert (
             engine.facades.inventory.get_instance(RequestContext.local(), "port", port_id).state == "creating"
