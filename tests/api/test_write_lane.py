@@ -38,17 +38,14 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
         senders = _senders(http, things, answers)
         try:
             with gated(group):
-                for sender in senders:
-                    sender.start()
+                _start(senders)
                 wait_until(lambda: group._queue.qsize() >= CHANGES, f"{CHANGES} changes waiting")
                 read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
                 assert read.status_code == 200
                 assert read.json()["version"] == things[0].version  # read while its change still waits
                 assert not answers  # every change is still waiting for the gate
         finally:
-            for sender in senders:
-                if sender.ident is not None:
-                    sender.join(WAIT_S)
+            _join(senders)
 
     assert answers == {t.id: 200 for t in things}
     assert all(driver.get(t).version == t.version + 1 for t in things)
@@ -74,8 +71,7 @@ def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
         senders = _senders(http, things, answers)
         try:
             with gated(group):
-                for sender in senders:
-                    sender.start()
+                _start(senders)
                 wait_until(
                     lambda: door.counts() == (WRITE_LANE_TOKENS, beyond),
                     f"{WRITE_LANE_TOKENS} changes inside, {beyond} at the door",
@@ -86,9 +82,7 @@ def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
                 assert read.status_code == 200
                 assert not answers
         finally:
-            for sender in senders:
-                if sender.ident is not None:
-                    sender.join(WAIT_S)
+            _join(senders)
 
     assert answers == {t.id: 200 for t in things}
     assert all(driver.get(t).version == t.version + 1 for t in things)
@@ -108,6 +102,18 @@ def _senders(
         answers[thing_id] = response.status_code
 
     return [threading.Thread(target=patch, args=(t.id, t.version)) for t in things]
+
+
+def _start(senders: list[threading.Thread]) -> None:
+    for sender in senders:
+        sender.start()
+
+
+def _join(senders: list[threading.Thread]) -> None:
+    """Wait for the senders that started (a failed test must not leave them running)."""
+    for sender in senders:
+        if sender.ident is not None:
+            sender.join(WAIT_S)
 
 
 def _door(engine: ApiRuntime) -> ChangeAdmission:

@@ -17,6 +17,7 @@ import pytest
 
 from lsm.errors import InvalidInput, UnknownInstance, VersionConflict
 from lsm.facade import RequestContext
+from lsm.facade.inventory import InThread
 from lsm.orchestration import Orchestrator
 from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
@@ -65,23 +66,28 @@ def _thread_runner_never_used(*_args: Any, **_kwargs: Any) -> Awaitable[Instance
     raise AssertionError("the change should have been awaited on the loop, not in a thread")
 
 
+def _update(
+    engine: ApiRuntime, ref: str, version: int, size: int, thread: InThread = _thread_runner_never_used
+) -> Coroutine[Any, Any, InstanceOut]:
+    """The API's PATCH of a thing's size, awaited on the loop (``thread``: its fallback)."""
+    return engine.facades.inventory.update_instance_async(
+        RequestContext.local(),
+        "thing",
+        ref,
+        current_version=version,
+        attributes={"size": size},
+        thread=thread,
+    )
+
+
 def test_loop_callers_share_one_transaction_each_answered_as_alone(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(3)]
     group = group_of(engine)
-    inventory = engine.facades.inventory
-    ctx = RequestContext.local()
     engine.context(None)  # the environment's context is fresh in the cache: no thread needed
 
     def update(ref: str, version: int, size: int) -> Callable[[], Coroutine[Any, Any, Any]]:
-        return lambda: inventory.update_instance_async(
-            ctx,
-            "thing",
-            ref,
-            current_version=version,
-            attributes={"size": size},
-            thread=_thread_runner_never_used,
-        )
+        return lambda: _update(engine, ref, version, size)
 
     calls = [update(t.id, t.version, 7) for t in things]
     calls.append(update(things[0].id, things[0].version, 8))  # the same version again: 409
@@ -108,14 +114,7 @@ def test_a_failing_commit_answers_every_loop_caller_with_its_error(engine: ApiRu
         await group.run_async(fail_the_commit)
 
     def update(thing: InstanceOut) -> Callable[[], Coroutine[Any, Any, Any]]:
-        return lambda: engine.facades.inventory.update_instance_async(
-            RequestContext.local(),
-            "thing",
-            thing.id,
-            current_version=thing.version,
-            attributes={"size": 5},
-            thread=_thread_runner_never_used,
-        )
+        return lambda: _update(engine, thing.id, thing.version, 5)
 
     engine.context(None)
     results = _on_a_loop(group, [update(t) for t in things] + [sabotaging], [])
@@ -133,16 +132,7 @@ def test_a_cancelled_caller_loses_only_its_answer(engine: ApiRuntime) -> None:
     engine.context(None)
 
     async def main() -> None:
-        call = asyncio.ensure_future(
-            engine.facades.inventory.update_instance_async(
-                RequestContext.local(),
-                "thing",
-                thing.id,
-                current_version=thing.version,
-                attributes={"size": 3},
-                thread=_thread_runner_never_used,
-            )
-        )
+        call = asyncio.ensure_future(_update(engine, thing.id, thing.version, 3))
         async with asyncio.timeout(WAIT_S):
             while group._queue.qsize() < 1:
                 await asyncio.sleep(0.001)
@@ -170,16 +160,7 @@ def test_a_stale_context_or_no_group_goes_through_the_callers_thread(
         return await asyncio.to_thread(func, *args, **kwargs)
 
     def update(runtime: ApiRuntime, thing: InstanceOut) -> InstanceOut:
-        return asyncio.run(
-            runtime.facades.inventory.update_instance_async(
-                RequestContext.local(),
-                "thing",
-                thing.id,
-                current_version=thing.version,
-                attributes={"size": 6},
-                thread=in_thread,
-            )
-        )
+        return asyncio.run(_update(runtime, thing.id, thing.version, 6, thread=in_thread))
 
     driver = Driver(engine)
     thing = driver.reach("up")
