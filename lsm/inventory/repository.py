@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, or_, update
@@ -155,6 +155,24 @@ def lock_instances_by_id(session: Session, env_id: str, ids: Iterable[str]) -> d
         for row in session.exec(query):
             if row.env_id == env_id:
                 out[row.id] = row
+    return out
+
+
+def instance_versions(session: Session, ids: Collection[str]) -> dict[str, int]:
+    """The current ``version`` of each instance in ``ids`` that exists (any environment: ids are
+    UUIDs), locked on PostgreSQL (``FOR UPDATE``; SQLite's writer holds the whole database).
+
+    The group commit checks its items' plans with it: a version that moved means the row changed
+    since the plan read it (``lsm.orchestration.group``)."""
+    out: dict[str, int] = {}
+    for chunk in chunked(sorted(set(ids)), 500):
+        query = (
+            sa_select(_INSTANCE.c.id, _INSTANCE.c.version)
+            .where(_INSTANCE.c.id.in_(chunk))
+            .order_by(_INSTANCE.c.id)
+            .with_for_update()
+        )
+        out.update({row.id: row.version for row in session.connection().execute(query)})
     return out
 
 

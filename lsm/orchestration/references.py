@@ -8,7 +8,7 @@ relations in the three attribute sets, so that a selector can follow a relation 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlmodel import Session
@@ -53,9 +53,10 @@ def check_references(
     attributes: dict[str, Any],
     *,
     changed: set[str] | None = None,
+    seen: Callable[[InstanceRow], None] | None = None,
 ) -> None:
     """Every relation value must name a live instance of the target entity (422 otherwise)."""
-    check_references_of_many(session, ctx, binding, [("", attributes)], changed=changed)
+    check_references_of_many(session, ctx, binding, [("", attributes)], changed=changed, seen=seen)
 
 
 def check_references_of_many(
@@ -65,8 +66,11 @@ def check_references_of_many(
     items: Sequence[tuple[str, dict[str, Any]]],
     *,
     changed: set[str] | None = None,
+    seen: Callable[[InstanceRow], None] | None = None,
 ) -> None:
-    """``check_references`` for many attribute sets (``(path prefix, attributes)``) in one lookup."""
+    """``check_references`` for many attribute sets (``(path prefix, attributes)``) in one lookup.
+
+    ``seen`` is shown every target row read (a plan on a snapshot keeps their versions)."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for name, (_info, target) in ctx.catalog.relations(binding.name).items():
         if changed is not None and name not in changed:
@@ -77,6 +81,9 @@ def check_references_of_many(
     if not wanted:
         return
     found = repo.get_instances(session, ctx.env_id, wanted)
+    if seen is not None:
+        for target_row in found.values():
+            seen(target_row)
     errors = []
     for target_id, uses in wanted.items():
         row = found.get(target_id)

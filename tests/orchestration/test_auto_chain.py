@@ -23,11 +23,15 @@ from tests.orchestration.helpers import Driver, outcome
 
 
 def failing_auto(monkeypatch: pytest.MonkeyPatch, error: Exception, times: int) -> list[int]:
-    """Make the first ``times`` auto steps raise ``error``; returns the call counter."""
+    """Make the first ``times`` auto steps taken under the write lock raise ``error``; returns
+    their counter. A batch worked out on a snapshot first (``execute_many``'s plan) is refused
+    there, so that the batch runs under the lock, which these tests are about."""
     calls = [0]
     real = transfer_module._Transaction.auto
 
     def auto(self: Any, command: Any) -> Any:
+        if self.planning:
+            raise InvalidInput("not on the snapshot")
         calls[0] += 1
         if calls[0] <= times:
             raise error
@@ -106,3 +110,46 @@ def test_a_batch_and_its_promotions_write_one_compile_request_each(engine: ApiRu
     ]
     assert sorted(i for c in new for i in c.requested_ids) == sorted(i.id for i in updated)
     assert {c.kind for c in new} == {"partial"}
+
+
+def test_a_validation_round_is_worked_out_before_the_lock_and_lands_whole(engine: ApiRuntime) -> None:
+    """Outcomes and their promotions planned on a snapshot write what the locked path writes."""
+    driver = Driver(engine)
+    updated = [driver.reach("update_start") for _ in range(3)]
+    planned = engine.orchestrator.planned_batches
+
+    engine.orchestrator.execute_many(driver.ctx, [outcome(i) for i in updated])
+
+    assert engine.orchestrator.planned_batches == planned + 1
+    for instance in updated:
+        now = driver.get(instance)
+        assert (now.state, now.version) == ("update_inprogress", instance.version + 2)
+        assert now.active_attributes == instance.candidate_attributes  # promoted
+        assert now.desired_state_version == instance.desired_state_version + 1
+        assert trail(engine, instance)[-2:] == [
+            ("update_start", "update_acknowledged", "validate"),
+            ("update_acknowledged", "update_inprogress", "auto"),
+        ]
+
+
+def test_a_row_moved_on_between_plan_and_lock_is_decided_under_the_lock(
+    engine: ApiRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deploy failure lands after the round was planned: its outcome is stale (no step), the
+    other instances are promoted as planned would have."""
+    driver = Driver(engine)
+    moved, other = driver.reach("update_start"), driver.reach("update_start")
+    plan_many = engine.orchestrator._plan_many
+
+    def plan_then_deploy_fails(*args: Any) -> Any:
+        planned = plan_many(*args)
+        driver.deploy(moved, False)  # update_start -> update_start_failed, committed meanwhile
+        return planned
+
+    monkeypatch.setattr(engine.orchestrator, "_plan_many", plan_then_deploy_fails)
+    planned = engine.orchestrator.planned_batches
+    engine.orchestrator.execute_many(driver.ctx, [outcome(moved), outcome(other)])
+
+    assert engine.orchestrator.planned_batches == planned  # the plan did not hold
+    assert (driver.get(moved).state, driver.get(moved).version) == ("update_start_failed", moved.version + 1)
+    assert (driver.get(other).state, driver.get(other).version) == ("update_inprogress", other.version + 2)
