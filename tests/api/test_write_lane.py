@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import httpx
 
-from lsm.api.write_lane import WRITE_LANE_TOKENS, ChangeAdmission
+from lsm.api.write_lane import DOOR_PLACES, ChangeAdmission
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from lsm.testing import served_url
@@ -54,17 +54,18 @@ def test_a_read_answers_while_a_burst_of_changes_waits_for_its_commit(
 def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
     engine_factory: Callable[..., ApiRuntime],
 ) -> None:
-    """More changes than one batch: a batch is inside (its items queued behind the gated writer),
-    the rest wait at the door before anything is done for them; a read still answers; once the
-    writer goes on, every change lands."""
+    """More changes than the door lets in: two batches' worth are inside (queued behind the gated
+    writer), the rest wait at the door before anything is done for them; a read still answers;
+    once the writer goes on, every change lands."""
     engine = engine_factory(config={"group_commit": True})
     group = engine.orchestrator.group
     assert group is not None
     driver = Driver(engine)
     beyond = 3
-    things = [driver.reach("up") for _ in range(WRITE_LANE_TOKENS + beyond)]
+    things = [driver.reach("up") for _ in range(DOOR_PLACES + beyond)]
     answers: dict[str, int] = {}
-    with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S) as http:
+    limits = httpx.Limits(max_connections=len(things) + 1)  # every PATCH on its own connection
+    with served_url(engine) as url, httpx.Client(base_url=url, timeout=WAIT_S, limits=limits) as http:
         assert http.get("/health").status_code == 200  # the app's middleware stack is built
         door = _door(engine)
 
@@ -73,11 +74,11 @@ def test_changes_beyond_a_batch_wait_at_the_door_unparsed_and_all_land(
             with gated(group):
                 _start(senders)
                 wait_until(
-                    lambda: door.counts() == (WRITE_LANE_TOKENS, beyond),
-                    f"{WRITE_LANE_TOKENS} changes inside, {beyond} at the door",
+                    lambda: door.counts() == (DOOR_PLACES, beyond),
+                    f"{DOOR_PLACES} changes inside, {beyond} at the door",
                 )
-                wait_until(lambda: group._queue.qsize() >= WRITE_LANE_TOKENS, "a batch queued")
-                assert group._queue.qsize() == WRITE_LANE_TOKENS  # the door kept the rest out
+                wait_until(lambda: group._queue.qsize() >= DOOR_PLACES, "two batches queued")
+                assert group._queue.qsize() == DOOR_PLACES  # the door kept the rest out
                 read = http.get(f"/lsm/v1/service_inventory/thing/{things[0].id}")
                 assert read.status_code == 200
                 assert not answers
