@@ -4,7 +4,7 @@ and a gate that holds the group-commit writer while a test queues work behind it
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,6 +55,36 @@ def gated(group: GroupCommit, expected: int = 0) -> Iterator[None]:
     finally:
         release.set()
         holder.join(DEFAULT_SECONDS)
+
+
+def in_one_batch(group: GroupCommit, calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run each call in a thread of its own, queued at the group-commit writer in this order
+    behind a gate, so that they share one batch: each one's result or exception."""
+    answers: list[Any] = [None] * len(calls)
+
+    def call(index: int) -> None:
+        try:
+            answers[index] = calls[index]()
+        except BaseException as exc:  # the answer under test
+            answers[index] = exc
+
+    threads = []
+    with gated(group, len(calls)):
+        for i in range(len(calls)):
+            thread = threading.Thread(target=call, args=(i,))
+            thread.start()
+            threads.append(thread)
+            wait_until(lambda n=i + 1: group._queue.qsize() >= n, f"call {i} queued")
+    for thread in threads:
+        thread.join(DEFAULT_SECONDS)
+    return answers
+
+
+def update_call(engine: ApiRuntime, ref: str, version: int, **attributes: Any) -> Callable[[], InstanceOut]:
+    """An update of the ``thing`` ``ref`` through the inventory facade, to be called later."""
+    return lambda: engine.facades.inventory.update_instance(
+        RequestContext.local(), "thing", ref, current_version=version, attributes=attributes
+    )
 
 
 def outcome(instance: InstanceOut, ok: bool = True, **allocations: Any) -> ValidationOutcome:

@@ -7,7 +7,6 @@ test are queued, so they are sure to share one transaction; nothing waits on luc
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,43 +19,16 @@ from lsm.facade import RequestContext
 from lsm.inventory.repository import EVENT_TABLE, event_values
 from lsm.inventory.tables import InstanceRow
 from lsm.orchestration import transfer as transfer_module
-from lsm.orchestration.group import GroupCommit, defer_insert
+from lsm.orchestration.group import defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, fail_the_commit, gated, group_of
-
-WAIT_S = 60.0
+from tests.orchestration.helpers import Driver, fail_the_commit, group_of, in_one_batch, update_call
 
 
 @pytest.fixture
 def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     """An engine with group commit on, on both backends (by default it is on for SQLite only)."""
     return engine_factory(config={"group_commit": True})
-
-
-def _run_all(calls: list[Callable[[], Any]], group: GroupCommit) -> list[Any]:
-    """Run every call in its own thread behind a gate: each one's result or exception."""
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        try:
-            results[index] = calls[index]()
-        except BaseException as exc:  # the answer under test
-            results[index] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    with gated(group, len(calls)):
-        for thread in threads:
-            thread.start()
-    for thread in threads:
-        thread.join(WAIT_S)
-    return results
-
-
-def _update(engine: ApiRuntime, ref: str, version: int, **attributes: Any) -> Callable[[], InstanceOut]:
-    return lambda: engine.facades.inventory.update_instance(
-        RequestContext.local(), "thing", ref, current_version=version, attributes=attributes
-    )
 
 
 def _log_length(engine: ApiRuntime, instance: InstanceOut) -> int:
@@ -69,14 +41,14 @@ def test_refused_items_of_a_shared_transaction_roll_back_alone(engine: ApiRuntim
     logs = [_log_length(engine, t) for t in things]
     group = group_of(engine)
     batches = group.batches
-    calls = [_update(engine, t.id, t.version, size=10 + i) for i, t in enumerate(things[:5])]
+    calls = [update_call(engine, t.id, t.version, size=10 + i) for i, t in enumerate(things[:5])]
     calls += [
-        _update(engine, things[5].id, things[5].version - 1, size=99),  # stale: 409
-        _update(engine, things[6].id, things[6].version, size="big"),  # invalid: 422
-        _update(engine, "00000000-0000-4000-8000-000000000000", 1, size=3),  # unknown: 404
-        _update(engine, things[7].id, things[7].version, size=77),
+        update_call(engine, things[5].id, things[5].version - 1, size=99),  # stale: 409
+        update_call(engine, things[6].id, things[6].version, size="big"),  # invalid: 422
+        update_call(engine, "00000000-0000-4000-8000-000000000000", 1, size=3),  # unknown: 404
+        update_call(engine, things[7].id, things[7].version, size=77),
     ]
-    results = _run_all(calls, group)
+    results = in_one_batch(group, calls)
 
     assert group.batches == batches + 2  # the gate, then every command in ONE transaction
     for i in (0, 1, 2, 3, 4, 8):
@@ -100,7 +72,9 @@ def test_one_instance_many_writers_in_one_transaction_exactly_one_wins(engine: A
     driver = Driver(engine)
     thing = driver.reach("up")
     group = group_of(engine)
-    results = _run_all([_update(engine, thing.id, thing.version, size=s) for s in range(2, 12)], group)
+    results = in_one_batch(
+        group, [update_call(engine, thing.id, thing.version, size=s) for s in range(2, 12)]
+    )
 
     winners = [r for r in results if isinstance(r, InstanceOut)]
     losers = [r for r in results if isinstance(r, VersionConflict)]
@@ -116,9 +90,9 @@ def test_a_failing_commit_answers_nobody_success_and_writes_nothing(engine: ApiR
     things = [driver.reach("up") for _ in range(4)]
     group = group_of(engine)
 
-    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=5) for t in things]
+    calls: list[Callable[[], Any]] = [update_call(engine, t.id, t.version, size=5) for t in things]
     calls.append(lambda: group.run(fail_the_commit))
-    results = _run_all(calls, group)
+    results = in_one_batch(group, calls)
 
     assert all(isinstance(r, RuntimeError) for r in results), results
     for thing in things:
@@ -135,9 +109,9 @@ def test_an_unexpected_error_in_one_item_reruns_the_others_alone(engine: ApiRunt
     def broken(_session: Session) -> None:
         raise KeyError("a bug in one command")
 
-    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=6) for t in things]
+    calls: list[Callable[[], Any]] = [update_call(engine, t.id, t.version, size=6) for t in things]
     calls.insert(2, lambda: group.run(broken))
-    results = _run_all(calls, group)
+    results = in_one_batch(group, calls)
 
     assert isinstance(results[2], KeyError)
     updated = [r for i, r in enumerate(results) if i != 2]
@@ -152,11 +126,11 @@ def test_closing_answers_queued_work_and_a_later_call_starts_a_new_writer(engine
     thing = driver.reach("up")
     group = group_of(engine)
     group.close()
-    out = _update(engine, thing.id, thing.version, size=4)()
+    out = update_call(engine, thing.id, thing.version, size=4)()
     assert out.version == thing.version + 1
     group.close()
     with pytest.raises(LsmError):
-        _update(engine, thing.id, thing.version, size=4)()  # stale now: still typed, still answered
+        update_call(engine, thing.id, thing.version, size=4)()  # stale now: still typed, still answered
 
 
 def test_the_items_event_lines_are_inserted_once_for_the_batch_and_a_refused_items_never(
@@ -181,11 +155,11 @@ def test_the_items_event_lines_are_inserted_once_for_the_batch_and_a_refused_ite
         assert defer_insert(session, EVENT_TABLE, [line])
         raise Conflict("refused after deferring its line")
 
-    calls: list[Callable[[], Any]] = [_update(engine, t.id, t.version, size=8) for t in things[:3]]
+    calls: list[Callable[[], Any]] = [update_call(engine, t.id, t.version, size=8) for t in things[:3]]
     calls.append(lambda: group.run(refused))
     event.listen(engine.db.write_engine, "before_cursor_execute", seen)
     try:
-        results = _run_all(calls, group)
+        results = in_one_batch(group, calls)
     finally:
         event.remove(engine.db.write_engine, "before_cursor_execute", seen)
 
@@ -212,7 +186,7 @@ def test_an_item_refused_after_its_step_leaves_its_row_and_the_others_store_thei
         real(self, row)
 
     monkeypatch.setattr(transfer_module._Transaction, "after_entering", after_entering)
-    results = _run_all([_update(engine, t.id, t.version, size=9) for t in things], group_of(engine))
+    results = in_one_batch(group_of(engine), [update_call(engine, t.id, t.version, size=9) for t in things])
 
     assert isinstance(results[2], Conflict), results[2]
     for thing, answer in zip(things[:2], results[:2], strict=True):

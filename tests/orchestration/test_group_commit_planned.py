@@ -10,7 +10,6 @@ engine's orchestration (both backends).
 from __future__ import annotations
 
 import itertools
-import threading
 from collections import Counter
 from collections.abc import Callable, Collection
 from typing import Any
@@ -27,8 +26,7 @@ from lsm.orchestration.group import GroupCommit, NeedsLock, Planned
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileKind
 from lsm.schemas.inventory import InstanceOut
-from tests.orchestration.helpers import Driver, gated, group_of
-from tests.waiting import DEFAULT_SECONDS, wait_until
+from tests.orchestration.helpers import Driver, group_of, in_one_batch, update_call
 
 
 class Rows:
@@ -76,25 +74,7 @@ class Rows:
 
 def _in_one_batch(group: GroupCommit, calls: list[tuple[Callable[[Session], Any], Any]]) -> list[Any]:
     """Queue ``(work, plan)`` calls in this order behind a gate (one batch); their answers."""
-    answers: list[Any] = [None] * len(calls)
-
-    def call(index: int) -> None:
-        work, plan = calls[index]
-        try:
-            answers[index] = group.run(work, plan=plan)
-        except BaseException as exc:  # the answer under test
-            answers[index] = exc
-
-    threads = []
-    with gated(group, len(calls)):
-        for i in range(len(calls)):
-            thread = threading.Thread(target=call, args=(i,))
-            thread.start()
-            threads.append(thread)
-            wait_until(lambda n=i + 1: group._queue.qsize() >= n, f"call {i} queued")
-    for thread in threads:
-        thread.join(DEFAULT_SECONDS)
-    return answers
+    return in_one_batch(group, [lambda w=work, p=plan: group.run(w, plan=p) for work, plan in calls])
 
 
 @pytest.fixture
@@ -202,43 +182,14 @@ def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     return engine_factory(config={"group_commit": True})
 
 
-def _update(engine: ApiRuntime, ref: str, version: int, **attributes: Any) -> Callable[[], InstanceOut]:
-    return lambda: engine.facades.inventory.update_instance(
-        RequestContext.local(), "thing", ref, current_version=version, attributes=attributes
-    )
-
-
-def _queue_updates(engine: ApiRuntime, calls: list[Callable[[], InstanceOut]]) -> list[Any]:
-    """Run the facade calls in threads, queued in this order behind the gate (one batch)."""
-    group = group_of(engine)
-    answers: list[Any] = [None] * len(calls)
-
-    def call(index: int) -> None:
-        try:
-            answers[index] = calls[index]()
-        except BaseException as exc:  # the answer under test
-            answers[index] = exc
-
-    threads = []
-    with gated(group, len(calls)):
-        for i in range(len(calls)):
-            thread = threading.Thread(target=call, args=(i,))
-            thread.start()
-            threads.append(thread)
-            wait_until(lambda n=i + 1: group._queue.qsize() >= n, f"update {i} queued")
-    for thread in threads:
-        thread.join(DEFAULT_SECONDS)
-    return answers
-
-
 def test_updates_are_planned_and_land_as_the_locked_path_writes_them(engine: ApiRuntime) -> None:
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(3)]
     group = group_of(engine)
     planned = group.planned
     validations = _validations(engine)
-    answers = _queue_updates(
-        engine, [_update(engine, t.id, t.version, size=40 + i) for i, t in enumerate(things)]
+    answers = in_one_batch(
+        group_of(engine), [update_call(engine, t.id, t.version, size=40 + i) for i, t in enumerate(things)]
     )
 
     assert group.planned == planned + 3
@@ -280,9 +231,12 @@ def test_a_change_committed_between_plan_and_lock_is_seen_by_the_locked_path(
 
     monkeypatch.setattr(group, "_plan", plan_then_someone_writes)
     planned = group.planned
-    answers = _queue_updates(
-        engine,
-        [_update(engine, thing.id, thing.version, size=8), _update(engine, other.id, other.version, size=9)],
+    answers = in_one_batch(
+        group_of(engine),
+        [
+            update_call(engine, thing.id, thing.version, size=8),
+            update_call(engine, other.id, other.version, size=9),
+        ],
     )
 
     assert isinstance(answers[0], VersionConflict), answers[0]  # the locked path saw the new version
@@ -329,7 +283,7 @@ def test_a_batch_answers_as_its_commands_run_one_by_one_in_order(
             "ahead": versions[which] + 1,
         }[base]
         size: Any = 100 + n if valid else "big"
-        calls.append(_update(engine, thing.id, given_version, size=size))
+        calls.append(update_call(engine, thing.id, given_version, size=size))
         if given_version != versions[which]:
             expected.append(VersionConflict)
         elif versions[which] != thing.version:  # updated earlier in the batch: in update_start
@@ -341,7 +295,7 @@ def test_a_batch_answers_as_its_commands_run_one_by_one_in_order(
             sizes[which] = size
             expected.append(versions[which])
 
-    answers = _queue_updates(engine, calls)
+    answers = in_one_batch(group_of(engine), calls)
 
     got = [a.version if isinstance(a, InstanceOut) else type(a) for a in answers]
     assert got == expected, answers
