@@ -10,6 +10,7 @@ engine's orchestration (both backends).
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections import Counter
 from collections.abc import Callable, Collection
 from typing import Any
@@ -22,6 +23,7 @@ from sqlmodel import Session
 from lsm.errors import InvalidAttributes, LsmError, TransferNotAllowed, VersionConflict
 from lsm.facade import RequestContext
 from lsm.inventory.database import Database
+from lsm.inventory.repository import instance_versions
 from lsm.orchestration.group import GroupCommit, NeedsLock, Planned
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileKind
@@ -303,3 +305,16 @@ def test_a_batch_answers_as_its_commands_run_one_by_one_in_order(
         stored = driver.get(thing)
         assert stored.version == versions[which]
         assert (stored.candidate_attributes or stored.active_attributes or {}).get("size") == sizes[which]
+
+
+def test_the_version_read_covers_many_ids_and_leaves_out_unknown_ones(engine: ApiRuntime) -> None:
+    """``repository.instance_versions``, the check under the lock: ids in chunks of 500, any
+    environment's, the current version of each known one, nothing for an unknown one."""
+    driver = Driver(engine)
+    things = [driver.create() for _ in range(3)]
+    moved = driver.validate(things[1], True)  # its version moved on
+    unknown = [str(uuid.uuid4()) for _ in range(1200)]
+    with engine.db.write() as session:
+        got = instance_versions(session, [*unknown[:700], *(t.id for t in things), *unknown[700:]])
+    assert got == {things[0].id: things[0].version, moved.id: moved.version, things[2].id: things[2].version}
+    assert moved.version > things[1].version
