@@ -35,6 +35,7 @@ from rich.markup import escape
 
 from lsm.cli import render
 from lsm.errors import LsmError
+from lsm.gc_pause import freeze_startup_heap
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -267,6 +268,7 @@ def server(
         check_listen(settings)
         runtime = build_api(settings.model_copy(update={"embedded_agent": agent, "embedded_worker": worker}))
         runtime.start()
+    freeze_startup_heap()
     try:
         state = "on" if settings.auth.enabled else "OFF (every caller may do everything)"
         err.print(
@@ -343,6 +345,7 @@ def _run_until_interrupted(runtime: Any, banner: str) -> None:
     import threading
 
     _dump_threads_on_sigusr1()
+    freeze_startup_heap()
     err.print(f"{banner}; Ctrl-C to stop")
     try:
         threading.Event().wait()
