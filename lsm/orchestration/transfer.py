@@ -216,50 +216,19 @@ class Orchestrator:
         """
         check_size(commands)
         origin = origin or SYSTEM
-        where = positions(commands)
-        failures: list[ItemError] = []
-        outcomes: list[Outcome] = []
         planned = self._plan_many(ctx, commands, origin)
-        try:
+        with _identity_conflicts("; nothing was written"):
             with self.db.write() as session:
                 if planned is not None and planned.holds(session):
-                    transaction, rows, executed, follow_ups = planned.transaction, *planned.steps
+                    transaction, (rows, executed, follow_ups, chained) = planned.transaction, planned.steps
                     transaction.write_planned(session)
-                    chained = True
-                    if then is not None:
-                        then(session)
                     self.planned_batches += 1
                 else:
                     transaction = _Transaction(session, ctx, origin)
-                    transaction.deferred = True
-                    transaction.prefetch(_instance_ids(commands))
-                    created: dict[str, int] = {}
-                    for (op, index), command in zip(where, commands, strict=True):
-                        transaction.origin = origin  # a validation outcome adopts its compile's request id
-                        try:
-                            outcome = transaction.run(command)
-                        except LsmError as exc:
-                            ref = command.ref if isinstance(command, Update) else None
-                            failures.append(ItemError(op, index, _within_batch(exc, created), ref))
-                            continue
-                        outcomes.append(outcome)
-                        if op == "create":
-                            created[outcome.instance.id] = index
-                    if failures:
-                        raise batch_error(failures, len(commands))
-                    rows = [outcome.instance for outcome in outcomes]
-                    executed = [o.executed for o in outcomes]
-                    follow_ups = [o.origin.follow_up() for o in outcomes]
-                    chained = self._chain(transaction, rows, executed, follow_ups)
+                    rows, executed, follow_ups, chained = self._steps_many(transaction, commands, origin)
                     transaction.write_pending()
-                    if then is not None:
-                        then(session)
-        except IntegrityError as exc:
-            if "identity" in str(exc.orig).lower():
-                raise IdentityConflict(
-                    "identity value already used by another instance (concurrent create); nothing was written"
-                ) from None
-            raise
+                if then is not None:
+                    then(session)
         queued = bool(transaction.compiles)
         if not chained:  # an auto step was refused in the chain: the old rounds, after the commit
             queued |= self._auto_rounds(ctx, rows, executed, follow_ups)
@@ -267,6 +236,34 @@ class Orchestrator:
             self.notify(ctx.env_id)
         self._changed(ctx.env_id)
         return rows
+
+    def _steps_many(self, transaction: _Transaction, commands: list[Command], origin: Origin) -> _ManySteps:
+        """Run every command in ``transaction`` and the auto transfers that follow (``_chain``);
+        nothing is written yet. Refused items are collected and raised as one error
+        (``batch_error``). The rows, which took a step, their follow-up origins, and whether the
+        chain is complete."""
+        transaction.deferred = True
+        transaction.prefetch(_instance_ids(commands))
+        failures: list[ItemError] = []
+        outcomes: list[Outcome] = []
+        created: dict[str, int] = {}
+        for (op, index), command in zip(positions(commands), commands, strict=True):
+            transaction.origin = origin  # a validation outcome adopts its compile's request id
+            try:
+                outcome = transaction.run(command)
+            except LsmError as exc:
+                ref = command.ref if isinstance(command, Update) else None
+                failures.append(ItemError(op, index, _within_batch(exc, created), ref))
+                continue
+            outcomes.append(outcome)
+            if op == "create":
+                created[outcome.instance.id] = index
+        if failures:
+            raise batch_error(failures, len(commands))
+        rows = [outcome.instance for outcome in outcomes]
+        executed = [o.executed for o in outcomes]
+        follow_ups = [o.origin.follow_up() for o in outcomes]
+        return rows, executed, follow_ups, self._chain(transaction, rows, executed, follow_ups)
 
     def _plan_many(
         self, ctx: EnvironmentContext, commands: list[Command], origin: Origin
@@ -285,20 +282,11 @@ class Orchestrator:
         try:
             with self.db.read() as session:
                 transaction = _Transaction(session, ctx, origin, planning=True)
-                transaction.deferred = True
-                transaction.prefetch(_instance_ids(commands))
-                outcomes = []
-                for command in commands:
-                    transaction.origin = origin
-                    outcomes.append(transaction.run(command))
-                rows = [outcome.instance for outcome in outcomes]
-                executed = [o.executed for o in outcomes]
-                follow_ups = [o.origin.follow_up() for o in outcomes]
-                self._chain(transaction, rows, executed, follow_ups)
+                steps = self._steps_many(transaction, commands, origin)
         except (LsmError, NeedsLock) as exc:  # a refusal is decided, and reported, under the lock
             log.debug("batch of %d not planned (%s: %s)", len(commands), type(exc).__name__, exc)
             return None
-        return _PlannedMany(transaction, (rows, executed, follow_ups))
+        return _PlannedMany(transaction, steps)
 
     def _chain(
         self, transaction: _Transaction, rows: list[InstanceRow], executed: list[bool], origins: list[Origin]
@@ -459,16 +447,16 @@ class Orchestrator:
 
 
 @contextmanager
-def _identity_conflicts() -> Iterator[None]:
-    """A write that broke the identity index raises ``IdentityConflict`` (409); any other
-    ``IntegrityError`` passes. The partial unique index on identity values is the last line of
-    defence between two concurrent creates on PostgreSQL."""
+def _identity_conflicts(detail: str = "") -> Iterator[None]:
+    """A write that broke the identity index raises ``IdentityConflict`` (409), its message
+    ending in ``detail``; any other ``IntegrityError`` passes. The partial unique index on
+    identity values is the last line of defence between two concurrent creates on PostgreSQL."""
     try:
         yield
     except IntegrityError as exc:
         if "identity" in str(exc.orig).lower():
             raise IdentityConflict(
-                "identity value already used by another instance (concurrent create)"
+                f"identity value already used by another instance (concurrent create){detail}"
             ) from None
         raise
 
@@ -509,13 +497,18 @@ def auto_enabled(binding: Binding, row: InstanceRow, config_name: str | None) ->
     return bool(binding.config.get(config_name, True))
 
 
+#: what ``Orchestrator._steps_many`` gives: the rows, which took a step, their follow-up
+#: origins, and whether the chain of auto transfers is complete
+_ManySteps = tuple[list[InstanceRow], list[bool], list[Origin], bool]
+
+
 @dataclass
 class _PlannedMany:
     """An ``execute_many`` worked out on a snapshot: its transaction (steps, rows and requests
-    pending, the versions it read) and the rows, steps taken and follow-up origins."""
+    pending, the versions it read) and what its steps gave."""
 
     transaction: _Transaction
-    steps: tuple[list[InstanceRow], list[bool], list[Origin]]
+    steps: _ManySteps
 
     def holds(self, session: Session) -> bool:
         """Under the write lock: every row the plan read is still at the version it read."""
