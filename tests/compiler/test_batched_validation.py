@@ -286,18 +286,27 @@ def _status(engine: ApiRuntime, compile_ids: list[str]) -> list[str]:
     return [by_id[i] for i in compile_ids]
 
 
+def _first_claim(
+    engine_factory: Callable[..., ApiRuntime], *, ports: int, limit: int
+) -> tuple[ApiRuntime, list[str], str, list[Any]]:
+    """A router/port engine with ``ports`` queued validations, the first ``limit`` of them
+    claimed under a new lease token: the engine, the ports, the token and the claimed batches."""
+    engine = engine_factory(ROUTER_PORT)
+    queue = engine.processing.runner.queue
+    made = _ports(engine, ports)
+    owner = queue.new_owner("w")
+    return engine, made, owner, queue.claim_validations(engine.context(None).env_id, owner, limit=limit)
+
+
 def test_a_round_claims_the_next_requests_in_its_own_transaction(
     engine_factory: Callable[..., ApiRuntime], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Five queued validations, claimed two at a time: one claim transaction, then each round's
     apply claims the next two; every one is validated, in order."""
-    engine = engine_factory(ROUTER_PORT)
+    engine, ports, owner, first = _first_claim(engine_factory, ports=5, limit=2)
     ctx = engine.context(None)
     runner = engine.processing.runner
     queue = runner.queue
-    ports = _ports(engine, 5)
-    owner = queue.new_owner("w")
-    first = queue.claim_validations(ctx.env_id, owner, limit=2)
     real_claim = queue.claim_validations
     alone: list[int] = []
 
@@ -330,13 +339,10 @@ def test_a_round_claims_the_next_requests_in_its_own_transaction(
 def test_a_claim_made_in_a_round_is_rolled_back_with_it(engine_factory: Callable[..., ApiRuntime]) -> None:
     """The round's transaction fails after its claim: the claimed requests stay queued for
     anyone, nobody is told they were taken, and the round's own requests stay running."""
-    engine = engine_factory(ROUTER_PORT)
+    engine, ports, owner, first = _first_claim(engine_factory, ports=3, limit=1)
     ctx = engine.context(None)
     runner = engine.processing.runner
     queue = runner.queue
-    ports = _ports(engine, 3)
-    owner = queue.new_owner("w")
-    first = queue.claim_validations(ctx.env_id, owner, limit=1)
     grabbed: list[str] = []
     told: list[Any] = []
 
