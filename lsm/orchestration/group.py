@@ -371,8 +371,9 @@ class _Guards:
     """The versions a batch's plans are checked against, under the write lock.
 
     Read once for every guard of the batch's plans; after an item ran its work the locked way
-    (it may have written any instance) they are read again before the next plan is checked. An
-    instance a planned item wrote is never another plan's: its version moved on.
+    (it may have written any instance) they are read again, in one statement, before the next
+    plan is checked. An instance a planned item wrote is never another plan's: its version
+    moved on.
     """
 
     def __init__(
@@ -380,8 +381,7 @@ class _Guards:
     ) -> None:
         self._read = read
         self._session = session
-        self._plans = [plan for plan in plans if plan is not None]
-        self._checked = 0  # plans checked so far (they come in batch order)
+        self._ids = {i for plan in plans if plan is not None for i in plan.guards}
         self._current: dict[str, int] | None = None
         self._written: set[str] = set()
 
@@ -389,10 +389,8 @@ class _Guards:
         """Whether ``plan`` still holds; if it does, its instances count as written."""
         if self._read is None:
             return False
-        self._checked += 1
         if self._current is None:
-            ids = {i for p in self._plans[self._checked - 1 :] for i in p.guards}
-            self._current = self._read(self._session, ids) if ids else {}
+            self._current = self._read(self._session, self._ids) if self._ids else {}
         current = self._current
         if any(i in self._written or current.get(i) != v for i, v in plan.guards.items()):
             return False
