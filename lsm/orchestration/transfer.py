@@ -560,17 +560,16 @@ class _Transaction:
         self.locked.update(rows)
 
     def lock_by_id(self, instance_id: str) -> InstanceRow:
-        """The instance, locked: from ``prefetch`` when it was, else locked now."""
-        row = self.locked.get(instance_id)
-        if row is None:
-            if self.planning:
+        """The instance, locked (while planning: read): from ``prefetch`` when it was, else now."""
+        if instance_id not in self.locked:
+            if self.planning:  # read on the snapshot, not locked
                 self.prefetch([instance_id])
-                row = self.locked.get(instance_id)
-                if row is None:
-                    raise UnknownInstance(f"no instance {instance_id!r}", instance=instance_id)
-                return row
-            row = repo.lock_instance_by_id(self.session, self.ctx.env_id, instance_id)
-            self.locked[instance_id] = row
+            else:
+                locked = repo.lock_instance_by_id(self.session, self.ctx.env_id, instance_id)
+                self.locked[instance_id] = locked
+        row = self.locked.get(instance_id)
+        if row is None:  # the snapshot has no such instance (the locked read raises the same)
+            raise UnknownInstance(f"no instance {instance_id!r}", instance=instance_id)
         return row
 
     def saw(self, row: InstanceRow) -> None:
