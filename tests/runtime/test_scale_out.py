@@ -61,6 +61,24 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
     return condition()
 
 
+def kill_while(process: subprocess.Popen[str], condition: Callable[[], bool], timeout: float) -> bool:
+    """``kill -9`` ``process`` at a moment ``condition`` holds; False if it never did.
+
+    The process is stopped (SIGSTOP) while the condition is looked at, so that what was seen
+    is still true when the kill lands: seen running and killed a moment later, a worker could
+    finish its compile in between and leave nothing to take over.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        os.kill(process.pid, signal.SIGSTOP)
+        if condition():
+            os.kill(process.pid, signal.SIGKILL)
+            return True
+        os.kill(process.pid, signal.SIGCONT)
+        time.sleep(0.2)
+    return False
+
+
 def start_worker(url: str, log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -122,8 +140,9 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
 
         with ThreadPoolExecutor(16) as pool:
             futures = [pool.submit(update, i) for i in ids]
-            assert wait_for(victim_runs_something, timeout=120), "the first worker never ran anything"
-            os.kill(victim.pid, signal.SIGKILL)
+            assert kill_while(victim, victim_runs_something, timeout=120), (
+                "the first worker never ran anything"
+            )
             for future in futures:
                 future.result()
 
