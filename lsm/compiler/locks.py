@@ -15,29 +15,38 @@ statements are in ``lsm.inventory.advisory_locks``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from sqlalchemy import Connection
 
-from lsm.inventory.advisory_locks import advisory_key, try_advisory, unlock_advisory
+from lsm.inventory.advisory_locks import advisory_key, try_advisory_sets, unlock_advisory
 from lsm.inventory.database import Database
 
 
 class Held:
-    """Locks taken together; ``release()`` (from the thread that took them) gives them back."""
+    """Locks taken together; ``release()`` (from the thread that took them) gives them back:
+    the advisory keys first (on their connection), then the steps in reverse order."""
 
     def __init__(self, release: list[Callable[[], None]]) -> None:
         self._release = release
+        #: PostgreSQL advisory keys held on ``_conn`` (session locks: only it can give them back)
+        self.advisory: list[int] = []
+        self._conn: Connection | None = None
 
-    def release(self) -> None:
+    def release(self, *, advisory: bool = True) -> None:
+        """``advisory=False``: the caller gave the advisory keys back already
+        (``_release_together``, many ``Held`` in one statement)."""
         undo, self._release = self._release, []
+        keys, self.advisory = self.advisory, []
+        if advisory and keys and self._conn is not None:
+            unlock_advisory(self._conn, keys)
         for step in reversed(undo):
             step()
 
 
 class SelectionLocks:
-    """The instance locks of one validation batch, on one connection: ``try_lock`` a selection,
-    ``release`` them all when the batch is done."""
+    """The instance locks of one validation batch, on one connection: ``try_lock_many`` the
+    selections of a round, ``release`` them all when the round is done."""
 
     def __init__(self, owner: EnvironmentLocks, env_id: str) -> None:
         self._owner = owner
@@ -45,20 +54,20 @@ class SelectionLocks:
         self._held: list[Held] = []
         self._conn: Connection | None = None
 
-    def try_lock(self, instance_ids: Iterable[str]) -> bool:
-        names = sorted(set(instance_ids))
-        if self._conn is None and not self._owner.db.is_sqlite:
+    def try_lock_many(self, selections: Sequence[Iterable[str]]) -> list[bool]:
+        """Lock each selection whole or not at all; whether each was locked, in order. On
+        PostgreSQL the whole round is one statement (two when some selection is held elsewhere)."""
+        names = [sorted(set(ids)) for ids in selections]
+        if self._conn is None and not self._owner.db.is_sqlite and names:
             self._conn = self._owner._lock_connection()
-        held = self._owner._try(self._kind, names, self._owner._selected, self._conn)
-        if held is None:
-            return False
-        self._held.append(held)
-        return True
+        held = self._owner._try_many(self._kind, names, self._owner._selected, self._conn)
+        self._held.extend(h for h in held if h is not None)
+        return [h is not None for h in held]
 
     def release(self) -> None:
+        """Give every selection back: on PostgreSQL one statement for all their keys."""
         try:
-            for held in reversed(self._held):
-                held.release()
+            _release_together(self._held, self._conn)
         finally:
             self._held = []
             if self._conn is not None:
@@ -97,30 +106,66 @@ class EnvironmentLocks:
         return self.db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT")
 
     def _try(self, kind: str, names: list[str], taken: set[str], conn: Connection | None) -> Held | None:
-        """In process first (threads), then on PostgreSQL across processes; all or nothing."""
-        keys = [f"{kind}:{n}" for n in names]
+        return self._try_many(kind, [names], taken, conn)[0]
+
+    def _try_many(
+        self, kind: str, sets: list[list[str]], taken: set[str], conn: Connection | None
+    ) -> list[Held | None]:
+        """Each set all or nothing: in process first (threads), then, for the sets that got that
+        far, on PostgreSQL across processes, every set in one statement.
+
+        A set that overlaps an earlier set of the same call is refused, whether that one was
+        taken or not (a validation round's order: a selection that waits makes every later one
+        that overlaps it wait), so the outcome is the same on both backends.
+        """
+        keys = [[f"{kind}:{n}" for n in names] for names in sets]
+        inside: list[bool] = []
+        asked: set[str] = set()
         with self._guard:
-            if any(k in taken for k in keys):
-                return None
-            taken.update(keys)
+            for mine in keys:
+                free = not any(k in taken or k in asked for k in mine)
+                asked.update(mine)
+                if free:
+                    taken.update(mine)
+                inside.append(free)
 
-        def give_back() -> None:
-            with self._guard:
-                taken.difference_update(keys)
+        def give_back(mine: list[str]) -> Callable[[], None]:
+            def undo() -> None:
+                with self._guard:
+                    taken.difference_update(mine)
 
-        if conn is None or not keys:
-            return Held([give_back])
-        advisory = [advisory_key(kind, n) for n in names]
+            return undo
+
+        held: list[Held | None] = [
+            Held([give_back(mine)]) if ok else None for mine, ok in zip(keys, inside, strict=True)
+        ]
+        wanted = [i for i, h in enumerate(held) if h is not None and keys[i]]
+        if conn is None or not wanted:
+            return held
+        advisory = {i: [advisory_key(kind, n) for n in sets[i]] for i in wanted}
         try:
-            got = try_advisory(conn, advisory)
+            got = try_advisory_sets(conn, [advisory[i] for i in wanted])
         except BaseException:
-            give_back()
+            for h in held:
+                if h is not None:
+                    h.release()
             raise
-        if not got:
-            give_back()
-            return None
+        for i, ok in zip(wanted, got, strict=True):
+            h = held[i]
+            assert h is not None
+            if not ok:
+                h.release()
+                held[i] = None
+                continue
+            h.advisory, h._conn = advisory[i], conn
+        return held
 
-        def unlock() -> None:
-            unlock_advisory(conn, advisory)
 
-        return Held([give_back, unlock])
+def _release_together(held: list[Held], conn: Connection | None) -> None:
+    """Give back many ``Held`` of one connection: their advisory keys in one statement, then the
+    in-process part of each."""
+    keys = [k for h in held for k in h.advisory]
+    if conn is not None and keys:
+        unlock_advisory(conn, keys)
+    for h in reversed(held):
+        h.release(advisory=False)

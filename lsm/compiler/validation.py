@@ -165,22 +165,28 @@ class ValidationBatches:
             older = open_validations_since(
                 session, ctx.env_id, sorted({i for _, sel in selected for i in sel})
             )
+            free: list[tuple[_Planned, set[str]]] = []
             for planned, selection in selected:
-                batch = planned.batch
-                made = batch.leader.created_at
+                made = planned.batch.leader.created_at
                 behind = any(
                     (since := older.get(i)) is not None and aware(since) < aware(made)
                     for i in selection
                     if i != planned.row.id
                 )
-                busy = behind or bool(selection & used)
-                if busy or (locks is not None and not locks.try_lock(selection)):
-                    # it waits, and so does anything after it that overlaps it: order is kept
-                    waiting.append(batch)
-                    used |= selection
-                    continue
+                if not (behind or selection & used):
+                    free.append((planned, selection))
+                # a validation that waits makes anything after it that overlaps it wait: order is
+                # kept; so the free ones are disjoint, and whether one gets its locks does not
+                # change which others are free
                 used |= selection
-                taken.append(planned)
+            # every free selection is locked at once: one statement a round on PostgreSQL
+            locked = [True] * len(free) if locks is None else locks.try_lock_many([s for _, s in free])
+            runs = {id(planned) for (planned, _), ok in zip(free, locked, strict=True) if ok}
+            for planned, _ in selected:
+                if id(planned) in runs:
+                    taken.append(planned)
+                else:
+                    waiting.append(planned.batch)
         return taken, waiting, stale
 
     def _select(self, snapshot: InventoryView, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
