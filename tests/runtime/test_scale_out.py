@@ -33,6 +33,8 @@ from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")
 COUNT = 1000
+#: what ``lsm worker`` prints once its service loop runs (``lsm.cli._run_until_interrupted``)
+READY = "Ctrl-C to stop"
 
 pytestmark = pytest.mark.skipif(POSTGRES_URL is None, reason="needs LSM_TEST_POSTGRES_URL (PostgreSQL)")
 
@@ -79,6 +81,11 @@ def kill_while(process: subprocess.Popen[str], condition: Callable[[], bool], ti
     return False
 
 
+def serving(log: Path) -> bool:
+    """Whether the worker writing ``log`` runs its service loop (its banner, maybe wrapped)."""
+    return READY in " ".join(log.read_text().split())
+
+
 def start_worker(url: str, log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -120,7 +127,13 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
         first_version = engine.facades.desired_state.list_desired_states(RequestContext.local(), limit=1)[
             0
         ].version
-        workers = [start_worker(database_url, tmp_path / f"worker-{n}.log") for n in range(2)]
+        log_files = [tmp_path / f"worker-{n}.log" for n in range(2)]
+        workers = [start_worker(database_url, log) for log in log_files]
+        # both serve before the first update: a worker still starting (model import, connections)
+        # when the burst comes leaves it all to the other, and the victim would hold nothing
+        assert wait_for(lambda: all(serving(log) for log in log_files), timeout=60), [
+            log.read_text()[-2000:] for log in log_files
+        ]
         victim = workers[0]
 
         def update(instance_id: str) -> None:
