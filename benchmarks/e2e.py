@@ -13,7 +13,9 @@ database together, under concurrency. So this scenario runs the real command lin
 4. read the ports, PATCH the MTU of ``updates`` random ones at once (``benchmarks.load``);
 5. wait until every accepted update is settled, verify the latest desired state, and read the
    compile history (``benchmarks.completion``);
-6. stop every process and drop the database, whatever happened.
+6. stop every process and drop the database, whatever happened;
+7. send the same burst to an endpoint that does nothing (``benchmarks.floor``): the latency
+   this machine's HTTP stack gives any server, printed beside the real one.
 
 Every wait is bounded by ``timeout`` seconds (from the first PATCH) and every loop by a count.
 """
@@ -39,6 +41,7 @@ import httpx
 from benchmarks import completion, load
 from benchmarks.backend import backend_name, fresh_database_url
 from benchmarks.e2e_seed import MODEL, PORTS_PER_ROUTER
+from benchmarks.floor import measure_floor
 from benchmarks.harness import REPO, BenchmarkError
 from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
 from benchmarks.stats import percentile
@@ -87,6 +90,12 @@ def run_e2e(options: E2eOptions, out: dict[str, Any] | None = None) -> dict[str,
         out.update(asyncio.run(_drive(base_url, options, processes)))
         out["peak_rss_mb"] = {s.name: _peak_rss_mb(s) for s in processes.started}
         out["cpu_s"] = {s.name: _cpu_seconds(s) for s in processes.started}
+    # the same burst against an endpoint that does nothing, once every process above stopped
+    with tempfile.TemporaryDirectory(prefix="lsm-bench-floor-", dir=options.workdir) as tmp:
+        try:
+            out["floor"] = measure_floor(options.updates, options.in_flight, Path(tmp), options.timeout)
+        except BenchmarkError as exc:  # the run's own figures stand; the table says why no floor
+            out["floor"] = {"error": str(exc)}
     return out
 
 

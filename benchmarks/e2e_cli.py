@@ -133,6 +133,9 @@ def print_e2e(doc: dict[str, Any], console: Console) -> None:
         console.print(checks_table(doc["checks"]))
 
 
+QUANTILES = ("p50", "p95", "p99", "max")
+
+
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:,.1f}"
 
@@ -157,9 +160,15 @@ def _summary_table(doc: dict[str, Any], r: dict[str, Any]) -> Table:
         ("completion latency ms", "completion_s"),
     ):
         q = r.get(key) or {}
-        rows.append(
-            (f"{name} p50 / p95 / p99 / max", " / ".join(_ms(q.get(k)) for k in ("p50", "p95", "p99", "max")))
+        rows.append((f"{name} p50 / p95 / p99 / max", " / ".join(_ms(q.get(k)) for k in QUANTILES)))
+    floor = r.get("floor") or {}
+    quantiles = floor.get("patch_latency_s") or {}
+    rows.append(
+        (
+            "PATCH latency ms of a do-nothing endpoint (this machine's floor) p50 / p95 / p99 / max",
+            floor["error"][:60] if "error" in floor else " / ".join(_ms(quantiles.get(k)) for k in QUANTILES),
         )
+    )
     rows += [
         ("exporting runs", f"{r['exporting_runs']:,}"),
         ("some compile running s (of total)", f"{r['compiles_busy_s']:,.2f}"),

@@ -154,7 +154,35 @@ def test_e2e_scenario_settles_and_verifies_every_update_over_http(tmp_path: Path
     assert {"p50", "p95", "p99", "max"} <= result["patch_latency_s"].keys()
     assert {"p50", "p95"} <= result["completion_s"].keys()
     assert set(result["exit_codes"]) == {"server"}
+    # the same burst against a do-nothing endpoint: every PATCH answered, its latency beside
+    assert result["floor"]["errors"] == {}
+    assert 0 < result["floor"]["patch_latency_s"]["p50"] <= result["floor"]["patch_latency_s"]["max"]
     assert not list((tmp_path / "work").iterdir())  # the database and the logs are gone
+
+
+def test_the_floor_endpoint_answers_every_patch_and_reads_each_body(tmp_path: Path) -> None:
+    """The do-nothing endpoint answers 200 to a PATCH whose body comes in several parts."""
+    import asyncio
+
+    import httpx
+
+    from benchmarks.floor import app, measure_floor
+
+    async def parts() -> Any:
+        yield b'{"a"'
+        yield b": 1}"
+
+    async def patch() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://floor") as client:
+            return await client.patch("/lsm/v1/service_inventory/port/x", content=parts())
+
+    answer = asyncio.run(patch())
+    assert answer.status_code == 200 and answer.json() == {"ok": True}
+    floor = measure_floor(25, 10, tmp_path, timeout=60)
+    assert floor["errors"] == {}
+    latency = floor["patch_latency_s"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
 
 
 def test_e2e_with_the_compiles_in_a_worker_process_beside_an_api_only_server(
