@@ -38,10 +38,12 @@ class Held:
         (``_release_together``, many ``Held`` in one statement)."""
         undo, self._release = self._release, []
         keys, self.advisory = self.advisory, []
-        if advisory and keys and self._conn is not None:
-            unlock_advisory(self._conn, keys)
-        for step in reversed(undo):
-            step()
+        try:
+            if advisory and keys and self._conn is not None:
+                _unlock(self._conn, keys)
+        finally:
+            for step in reversed(undo):
+                step()
 
 
 class SelectionLocks:
@@ -165,7 +167,19 @@ def _release_together(held: list[Held], conn: Connection | None) -> None:
     """Give back many ``Held`` of one connection: their advisory keys in one statement, then the
     in-process part of each."""
     keys = [k for h in held for k in h.advisory]
-    if conn is not None and keys:
+    try:
+        if conn is not None and keys:
+            _unlock(conn, keys)
+    finally:
+        for h in reversed(held):
+            h.release(advisory=False)
+
+
+def _unlock(conn: Connection, keys: list[int]) -> None:
+    """Give ``keys`` back; when that fails, the connection is discarded, not pooled: its session
+    ends on the server, and its locks with it (a pooled one would keep holding them)."""
+    try:
         unlock_advisory(conn, keys)
-    for h in reversed(held):
-        h.release(advisory=False)
+    except BaseException:
+        conn.invalidate()
+        raise

@@ -155,3 +155,27 @@ def test_a_failed_statement_leaves_nothing_held(db: Database, twice: bool) -> No
         event.remove(db.write_engine, "before_cursor_execute", boom)
     mine.release()
     assert all(free(locks, k) for k in "abx")
+
+
+def test_a_failed_release_leaves_nothing_held(db: Database) -> None:
+    """An unlock statement that fails: the threads' part is given back all the same, and the
+    connection is discarded rather than pooled, so its session's locks end with it."""
+    if db.is_sqlite:
+        pytest.skip("SQLite takes no advisory locks: nothing to fail")
+    locks = EnvironmentLocks(db)
+    mine = locks.selections(ENV)
+    assert mine.try_lock_many([["a"], ["b"]]) == [True, True]
+
+    def boom(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "pg_advisory_unlock" in statement:
+            raise RuntimeError("the unlock statement failed")
+
+    event.listen(db.write_engine, "before_cursor_execute", boom)
+    try:
+        with pytest.raises(RuntimeError):
+            mine.release()
+    finally:
+        event.remove(db.write_engine, "before_cursor_execute", boom)
+    with competitor(db, locks) as other:  # another worker: only the server's locks count there
+        assert free(other, "a") and free(other, "b")
+    assert free(locks, "a") and free(locks, "b")  # this process: its own record of them is gone
