@@ -39,14 +39,13 @@ from benchmarks.backend import backend_name
 from benchmarks.e2e import (
     E2eOptions,
     _cpu_seconds,
-    _errors,
     _peak_rss_mb,
-    _quantiles,
     served_run,
 )
 from benchmarks.e2e_seed import MODEL, PORTS_PER_ROUTER
 from benchmarks.harness import BenchmarkError
 from benchmarks.processes import Processes, Started, lsm_command
+from benchmarks.stats import quantiles
 
 #: log reads in flight while checking that no validation ran twice (after the measurement)
 LOG_READS = 8
@@ -85,13 +84,13 @@ async def _drive(
         results = await load.patch_all(base_url, targets, concurrency=options.in_flight, deadline=deadline)
         accepted = {r.id for r in results if r.accepted}
         if not accepted:
-            raise BenchmarkError(f"no update was accepted: {_errors(results)}")
+            raise BenchmarkError(f"no update was accepted: {load.errors_by_kind(results)}")
         first_sent = min(r.sent_at for r in results)
         out["accept"] = {
             "accepted": len(accepted),
-            "errors": _errors(results),
+            "errors": load.errors_by_kind(results),
             "all_answered_s": max(r.answered_at for r in results) - first_sent,
-            "patch_latency_s": _quantiles([r.latency_s for r in results if r.status is not None]),
+            "patch_latency_s": quantiles([r.latency_s for r in results if r.status is not None]),
         }
         out["queued_before_drain"] = await _queued_before_drain(client, accepted, before_load)
 

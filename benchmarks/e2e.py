@@ -44,7 +44,7 @@ from benchmarks.e2e_seed import MODEL, PORTS_PER_ROUTER
 from benchmarks.floor import measure_floor
 from benchmarks.harness import REPO, BenchmarkError
 from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
-from benchmarks.stats import percentile
+from benchmarks.stats import quantiles
 
 #: bounds of the steps before the load (seconds)
 SEED_TIMEOUT_S = 1800.0
@@ -192,7 +192,7 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
         results = await burst
         accepted = {r.id for r in results if r.accepted}
         if not accepted:
-            raise BenchmarkError(f"no update was accepted: {_errors(results)}")
+            raise BenchmarkError(f"no update was accepted: {load.errors_by_kind(results)}")
         settled = await completion.wait_until_settled(
             client,
             accepted,
@@ -207,7 +207,7 @@ async def _drive(base_url: str, options: E2eOptions, processes: Processes) -> di
     return {
         **_summary(results, analysis, settled, verified),
         "cpu_during_load_s": cpu_load,
-        "read_during_burst_s": _quantiles(reads),
+        "read_during_burst_s": quantiles(reads),
     }
 
 
@@ -236,12 +236,12 @@ def _summary(
     completions = list(analysis["completion_s"].values())
     return {
         "accepted": len(accepted),
-        "errors": _errors(results),
+        "errors": load.errors_by_kind(results),
         "updates_per_s": len(results) / (end_at - first_sent),
         "duration_s": end_at - first_sent,
         "all_accepted_s": max(r.answered_at for r in accepted) - first_sent,
-        "patch_latency_s": _quantiles(latencies),
-        "completion_s": _quantiles(completions),
+        "patch_latency_s": quantiles(latencies),
+        "completion_s": quantiles(completions),
         "compiles": analysis["counts"],
         "exporting_runs": analysis["exporting_runs"],
         "compile_stages_s": analysis["stages"],
@@ -255,27 +255,6 @@ def _summary(
         "patches": [r.as_dict() for r in results],
         "export_per_update": analysis["export_per_update"],
     }
-
-
-def _quantiles(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    return {
-        "p50": percentile(values, 50),
-        "p95": percentile(values, 95),
-        "p99": percentile(values, 99),
-        "max": max(values),
-    }
-
-
-def _errors(results: list[load.PatchResult]) -> dict[str, int]:
-    """Failed requests by HTTP status, or by exception type when there was no answer."""
-    errors: dict[str, int] = {}
-    for r in results:
-        if not r.accepted:
-            key = str(r.status) if r.status is not None else (r.error or "error").split(":")[0]
-            errors[key] = errors.get(key, 0) + 1
-    return errors
 
 
 def _peak_rss_mb(started: Started) -> float | None:

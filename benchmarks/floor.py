@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from benchmarks import load
 from benchmarks.harness import REPO, BenchmarkError
 from benchmarks.processes import HOST, Processes, free_port
-from benchmarks.stats import percentile
+from benchmarks.stats import quantiles
 
 START_TIMEOUT_S = 60.0
 _ANSWER = b'{"ok":true}'
@@ -58,20 +58,8 @@ def measure_floor(updates: int, concurrency: int, run_dir: Path, timeout: float)
         processes.wait_healthy(server, base_url, START_TIMEOUT_S)
         deadline = time.monotonic() + timeout
         results = asyncio.run(load.patch_all(base_url, targets, concurrency=concurrency, deadline=deadline))
-    errors: dict[str, int] = {}
-    for r in results:
-        if not r.accepted:
-            kind = str(r.status) if r.status is not None else (r.error or "?").split(":", 1)[0]
-            errors[kind] = errors.get(kind, 0) + 1
-    latencies = [r.latency_s for r in results if r.status is not None]
-    if not latencies:
+    errors = load.errors_by_kind(results)
+    latency = quantiles([r.latency_s for r in results if r.status is not None])
+    if latency is None:
         raise BenchmarkError(f"the do-nothing endpoint answered none of {updates} PATCHes: {errors}")
-    return {
-        "patch_latency_s": {
-            "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95),
-            "p99": percentile(latencies, 99),
-            "max": max(latencies),
-        },
-        "errors": errors,
-    }
+    return {"patch_latency_s": latency, "errors": errors}

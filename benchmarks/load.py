@@ -144,6 +144,16 @@ async def patch_all(
     return list(await asyncio.gather(*(one(t) for t in targets)))
 
 
+def errors_by_kind(results: list[PatchResult]) -> dict[str, int]:
+    """Failed requests by HTTP status, or by exception type when there was no answer."""
+    errors: dict[str, int] = {}
+    for r in results:
+        if not r.accepted:
+            key = str(r.status) if r.status is not None else (r.error or "error").split(":")[0]
+            errors[key] = errors.get(key, 0) + 1
+    return errors
+
+
 #: the reader beside the burst reads one instance this often (seconds)
 READ_EVERY_S = 0.02
 

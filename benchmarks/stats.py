@@ -22,6 +22,18 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+def quantiles(values: Sequence[float]) -> dict[str, float] | None:
+    """``p50``, ``p95``, ``p99`` and ``max`` of a sample (latencies), ``None`` for an empty one."""
+    if not values:
+        return None
+    return {
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "max": max(values),
+    }
+
+
 def summarize(values: Iterable[float]) -> dict[str, float]:
     """``median``, ``p95``, ``min``, ``max`` and ``mean`` of one sample (the unit is the caller's)."""
     sample = list(values)
