@@ -33,13 +33,11 @@ class Held:
         self.advisory: list[int] = []
         self._conn: Connection | None = None
 
-    def release(self, *, advisory: bool = True) -> None:
-        """``advisory=False``: the caller gave the advisory keys back already
-        (``_release_together``, many ``Held`` in one statement)."""
+    def release(self) -> None:
         undo, self._release = self._release, []
         keys, self.advisory = self.advisory, []
         try:
-            if advisory and keys and self._conn is not None:
+            if keys and self._conn is not None:
                 _unlock(self._conn, keys)
         finally:
             for step in reversed(undo):
@@ -167,12 +165,14 @@ def _release_together(held: list[Held], conn: Connection | None) -> None:
     """Give back many ``Held`` of one connection: their advisory keys in one statement, then the
     in-process part of each."""
     keys = [k for h in held for k in h.advisory]
+    for h in held:
+        h.advisory = []  # given back below, all in one statement
     try:
         if conn is not None and keys:
             _unlock(conn, keys)
     finally:
         for h in reversed(held):
-            h.release(advisory=False)
+            h.release()
 
 
 def _unlock(conn: Connection, keys: list[int]) -> None:

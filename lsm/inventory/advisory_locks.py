@@ -15,7 +15,7 @@ from sqlalchemy import Connection, text
 
 #: one row per key, in the array's order (``WITH ORDINALITY``: a key may come twice)
 _LOCK = text(
-    "SELECT t.k, pg_try_advisory_lock(t.k) FROM unnest(CAST(:ks AS bigint[])) WITH ORDINALITY AS t(k, n) "
+    "SELECT pg_try_advisory_lock(t.k) FROM unnest(CAST(:ks AS bigint[])) WITH ORDINALITY AS t(k, n) "
     "ORDER BY t.n"
 )
 _UNLOCK = text("SELECT pg_advisory_unlock(k) FROM unnest(CAST(:ks AS bigint[])) AS k")
@@ -28,21 +28,16 @@ def advisory_key(kind: str, name: str) -> int:
     )
 
 
-def try_advisory(conn: Connection, keys: list[int]) -> bool:
-    """Take every key or none (so two workers never hold half of each other's)."""
-    return try_advisory_sets(conn, [keys])[0]
-
-
 def try_advisory_sets(conn: Connection, sets: list[list[int]]) -> list[bool]:
-    """Take each set of keys whole or not at all, in two round trips at most: one statement
-    tries every key of every set, a second gives back the keys of the sets not taken whole.
-    Whether each set was taken, in order.
+    """Take each set of keys whole or not at all (so two workers never hold half of each
+    other's), in two round trips at most: one statement tries every key of every set, a second
+    gives back the keys of the sets not taken whole. Whether each set was taken, in order.
 
     A key named by two sets is tried twice and, when free, held twice (session advisory locks
     stack): each set then gives back its own count, as ``unlock_advisory`` of that set would.
     """
     every = [k for keys in sets for k in keys]
-    got = [bool(row[1]) for row in conn.execute(_LOCK, {"ks": every})] if every else []
+    got = [bool(row[0]) for row in conn.execute(_LOCK, {"ks": every})] if every else []
     outcomes: list[bool] = []
     back: list[int] = []
     start = 0
@@ -65,4 +60,4 @@ def unlock_advisory(conn: Connection, keys: list[int]) -> None:
     conn.commit()
 
 
-__all__ = ["advisory_key", "try_advisory", "try_advisory_sets", "unlock_advisory"]
+__all__ = ["advisory_key", "try_advisory_sets", "unlock_advisory"]

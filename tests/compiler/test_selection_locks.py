@@ -50,10 +50,14 @@ def free(locks: EnvironmentLocks, key: str) -> bool:
 
 
 @contextmanager
-def statements(db: Database) -> Iterator[list[str]]:
+def statements(db: Database, *, failing: str | None = None) -> Iterator[list[str]]:
+    """The statements sent on ``db``'s write engine meanwhile; with ``failing``, any statement
+    that contains it raises ``RuntimeError`` instead of being sent."""
     seen: list[str] = []
 
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if failing is not None and failing in statement:
+            raise RuntimeError(f"the statement with {failing} failed")
         seen.append(statement)
 
     event.listen(db.write_engine, "before_cursor_execute", record)
@@ -143,16 +147,8 @@ def test_a_failed_statement_leaves_nothing_held(db: Database, twice: bool) -> No
     if twice:
         assert mine.try_lock_many([["x"]]) == [True]  # a connection with a lock already
 
-    def boom(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "pg_try_advisory_lock" in statement:
-            raise RuntimeError("the lock statement failed")
-
-    event.listen(db.write_engine, "before_cursor_execute", boom)
-    try:
-        with pytest.raises(RuntimeError):
-            mine.try_lock_many([["a"], ["b"]])
-    finally:
-        event.remove(db.write_engine, "before_cursor_execute", boom)
+    with statements(db, failing="pg_try_advisory_lock"), pytest.raises(RuntimeError):
+        mine.try_lock_many([["a"], ["b"]])
     mine.release()
     assert all(free(locks, k) for k in "abx")
 
@@ -166,16 +162,8 @@ def test_a_failed_release_leaves_nothing_held(db: Database) -> None:
     mine = locks.selections(ENV)
     assert mine.try_lock_many([["a"], ["b"]]) == [True, True]
 
-    def boom(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "pg_advisory_unlock" in statement:
-            raise RuntimeError("the unlock statement failed")
-
-    event.listen(db.write_engine, "before_cursor_execute", boom)
-    try:
-        with pytest.raises(RuntimeError):
-            mine.release()
-    finally:
-        event.remove(db.write_engine, "before_cursor_execute", boom)
+    with statements(db, failing="pg_advisory_unlock"), pytest.raises(RuntimeError):
+        mine.release()
     with competitor(db, locks) as other:  # another worker: only the server's locks count there
         assert free(other, "a") and free(other, "b")
     assert free(locks, "a") and free(locks, "b")  # this process: its own record of them is gone
