@@ -11,16 +11,28 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
   keepalive. A process takes free names that have open work, up to a fair share
   (``ceil(names / live agent processes)``, counted by the presence leases
   ``agent-process:<owner>``), and gives back names above its share, so several ``lsm agent``
-  processes on PostgreSQL share the names. A name whose holder died (kill -9) expires and is
-  taken over; on taking a name, its rows left ``deploying`` go back to ``pending``.
+  processes on PostgreSQL share the names. Which free names a process prefers is its own
+  (ordered by a hash of owner and name, so processes spread over the names), but the leases
+  are always taken in name order, the global lock order (docs/architecture.md). A name whose
+  holder died (kill -9) is taken over once its lease expires, or at once when the holder was a
+  process of this host that is gone; on taking a name, the rows its dead holders left
+  ``deploying`` go back to ``pending`` (``lsm.deploy.recovery``).
 * **Claims.** ``claim`` plans the environments with a new desired-state version
   (``lsm.deploy.planner``), then claims a batch of READY resources of held names in one
   transaction (``lsm.inventory.deploy_state.claim``); blocked ones are marked ``skipped``.
 * **Runs.** A batch is one ``DeployWork``: its resources run concurrently on the agent's handler
   threads (each under its metaparameters: ``lsm.deploy.executor``), each bounded by the
   ``deploy_timeout`` (a handler past it is given up on and its thread replaced:
-  ``lsm.deploy.handler_threads``); the batch's results are written in ONE transaction, then the lifecycle
-  feedback fires the transfers of the instances whose resources reached a final outcome.
+  ``lsm.deploy.handler_threads``); the batch's results are written in ONE transaction (retried
+  when PostgreSQL failed it for a deadlock), with a note that their lifecycle feedback is due;
+  then the feedback fires the transfers of the instances whose resources reached a final
+  outcome and the note is deleted. A batch that fails gives back exactly its own claims.
+* **Recovery.** On its first claim and on every keepalive the process takes back claims of
+  dead holders and its own claims older than the lease that no batch runs, and finishes the
+  feedback a crash interrupted (``lsm.deploy.recovery``): nothing waits for the periodic repair.
+* **Fault hook.** ``LSM_FAULT_KILL_AFTER_RESULTS=1`` in the environment makes the process kill
+  itself (SIGKILL) right after its first batch's results are committed, before their feedback:
+  for the tests of that crash, never for production.
 * **Discovery.** A discovery resource deploys like any other; what its handler found is stored
   with ``lsm.discovery.record_discovery`` in that same transaction (each in a savepoint), so a
   crash never keeps a result without its findings or the reverse. Findings that can not be
@@ -29,9 +41,11 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
-import random
+import os
+import signal
 import threading
 import time
 from collections import defaultdict
@@ -50,9 +64,10 @@ from lsm.deploy.feedback import Feedback
 from lsm.deploy.handler_threads import HandlerThreads
 from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
+from lsm.deploy.recovery import PROCESS_PREFIX, Recovery
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import record_discovery
-from lsm.inventory import deploy_state
+from lsm.inventory import deploy_claims, deploy_feedback, deploy_state
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import affected_sets
@@ -64,7 +79,8 @@ from lsm.orchestration import EnvironmentContext, Orchestrator
 log = logging.getLogger(__name__)
 
 FINAL = ("deployed", "failed", "skipped")
-PROCESS_PREFIX = "agent-process:"
+#: the fault hook (module docstring): kill this process right after a batch's results commit
+KILL_AFTER_RESULTS = "LSM_FAULT_KILL_AFTER_RESULTS"
 
 
 def lease_name(env_id: str, agent: str) -> str:
@@ -105,28 +121,50 @@ class DeployWork:
         service = self.service
         try:
             results = service.execute(self.env_id, self.claimed, self.records)
-            with service.db.write() as session:
-                results = self.record_discoveries(session, results)
-                deploy_state.write_results(
-                    session.connection(), self.env_id, service.owner, service.clock(), results
-                )
+            results, pending = deploy_claims.retry_conflicts(
+                partial(self.write, results), f"result write of environment {self.env_id}"
+            )
+            if service.kill_after_results:
+                os.kill(os.getpid(), signal.SIGKILL)
             final = [r for r in results if r.status in FINAL]
             sets = {r.set_name for r in final} | self.skipped_sets
-            service.feedback.run(self.env_id, sets, {r.resource_id for r in final} | set(self.skipped))
+            changed = {r.resource_id for r in final} | set(self.skipped)
+            service.recovery.run(pending, self.env_id, sets, changed)
         except Exception:
             log.exception(
                 "deploy batch of environment %s failed; its resources go back to pending", self.env_id
             )
             try:
-                with service.db.write() as session:
-                    for env_id, agent in self.names:
-                        deploy_state.release_names(session.connection(), env_id, [agent], owner=service.owner)
+                service.give_back(self.env_id, [c.resource_id for c in self.claimed])
             except Exception:
-                log.exception("could not give back the batch")
+                log.exception("could not give back the batch (the keepalive takes it back)")
         finally:
             service.done(self)
 
-    def record_discoveries(self, session: Session, results: list[Result]) -> list[Result]:
+    def write(self, results: list[Result]) -> tuple[list[Result], int | None]:
+        """The batch's one result transaction: lock its rows (global order), store discoveries,
+        write the results, and note that their lifecycle feedback is due. Safe to repeat whole."""
+        service = self.service
+        with service.db.write() as session:
+            conn = session.connection()
+            now = service.clock()
+            locked = deploy_state.lock_results(conn, self.env_id, service.owner, results)
+            results = self.record_discoveries(session, results, locked.mine)
+            deploy_state.write_results(conn, self.env_id, service.owner, now, results, locked)
+            final = [r for r in results if r.status in FINAL]
+            pending = deploy_feedback.record_pending(
+                conn,
+                self.env_id,
+                service.owner,
+                {r.set_name for r in final} | self.skipped_sets,
+                {r.resource_id for r in final} | set(self.skipped),
+                now,
+            )
+        return results, pending
+
+    def record_discoveries(
+        self, session: Session, results: list[Result], mine: frozenset[str]
+    ) -> list[Result]:
         """Store the findings of the batch's successful discovery runs in ``session`` (the
         transaction that then writes the results), each in a savepoint: one that can not be
         stored turns into that resource's failed try and leaves its previous results intact,
@@ -136,8 +174,6 @@ class DeployWork:
         if not found:
             return results
         service = self.service
-        ids = [r.resource_id for r in found]
-        mine = deploy_state.owned(session.connection(), self.env_id, service.owner, ids)
         items = {c.resource_id: c for c in self.claimed}
         now = service.clock()
         out = []
@@ -191,11 +227,15 @@ class AgentService:
         self.deploy_timeout = deploy_timeout
         self.clock = clock
         self.feedback = Feedback(db, orchestrator, contexts)
-        self.planner = Planner(db, self.feedback)
+        self.planner = Planner(db, self.feedback, owner=owner)
+        self.recovery = Recovery(db, self.feedback, owner=owner, lease_ttl=lease_ttl)
+        self.kill_after_results = os.environ.get(KILL_AFTER_RESULTS) == "1"
         self.executor = Executor(Semaphores(sema), clock)
         self.handlers = HandlerThreads(threads)
         self.held: set[Name] = set()
         self._inflight: dict[Name, int] = defaultdict(int)
+        self._running: set[DeployWork] = set()
+        self._recovered = False
         self._other_until: dict[Name, float] = {}
         self._registries: dict[str, tuple[Model, HandlerRegistry]] = {}
         self._lock = threading.Lock()
@@ -208,6 +248,9 @@ class AgentService:
     def claim(self) -> DeployWork | None:
         if self._stopped:
             return None
+        if not self._recovered:  # a process starts by finishing what a dead one left
+            self._recovered = True
+            self.recover()
         for env_id in self.planner.due():
             try:
                 self.planner.plan(env_id)
@@ -243,10 +286,29 @@ class AgentService:
 
     def release(self, running: Sequence[Any]) -> None:
         """Shutdown with batches still running: their rows go back to ``pending`` for another agent."""
-        with self.db.write() as session:
-            for work in running:
-                for env_id, agent in getattr(work, "names", ()):
-                    deploy_state.release_names(session.connection(), env_id, [agent], owner=self.owner)
+        for work in sorted(running, key=lambda w: getattr(w, "env_id", "")):
+            if isinstance(work, DeployWork):
+                self.give_back(work.env_id, [c.resource_id for c in work.claimed])
+
+    def give_back(self, env_id: str, resource_ids: list[str]) -> int:
+        """Give back exactly these claims of this process (its own, in the global lock order, in
+        a transaction of its own that is retried on a conflict): other batches of the same names
+        run on."""
+
+        def transaction() -> int:
+            with self.db.write() as session:
+                return deploy_claims.release_claims(session.connection(), env_id, self.owner, resource_ids)
+
+        return deploy_claims.retry_conflicts(transaction, f"give-back of a batch of environment {env_id}")
+
+    def recover(self) -> None:
+        """The recovery pass (``lsm.deploy.recovery``); its failure is logged, never fatal."""
+        with self._lock:
+            running = {c.resource_id for work in self._running for c in work.claimed}
+        try:
+            self.recovery.sweep(self.clock(), running)
+        except Exception:
+            log.exception("agent %s: the recovery pass failed (tried again at the keepalive)", self.owner)
 
     # -- leases ----------------------------------------------------------------------------------------
     def _claim_in(self, env_id: str, agents: list[str]) -> DeployWork | None:
@@ -258,13 +320,16 @@ class AgentService:
                 return None
             records = deploy_state.desired_records(conn, env_id, [c.resource_id for c in claimed])
             skipped_sets = affected_sets(conn, env_id, skipped) if skipped else set()
+        work = DeployWork(self, env_id, claimed, skipped, records, skipped_sets)
         with self._lock:
             for c in claimed:
                 self._inflight[(env_id, c.agent)] += 1
-        return DeployWork(self, env_id, claimed, skipped, records, skipped_sets)
+            self._running.add(work)
+        return work
 
     def done(self, work: DeployWork) -> None:
         with self._lock:
+            self._running.discard(work)
             for c in work.claimed:
                 name = (work.env_id, c.agent)
                 self._inflight[name] -= 1
@@ -280,15 +345,23 @@ class AgentService:
         ).scalar_one()
         return max(1, int(count))
 
+    def _preference(self, name: Name) -> str:
+        """This process's own order of preference among free names: processes that look at the
+        same names at once try different ones first, so they spread instead of all contending
+        for the first (what a shuffle did), while the leases are still taken in name order."""
+        return hashlib.blake2b(f"{self.owner}|{name[0]}|{name[1]}".encode(), digest_size=8).hexdigest()
+
     def _take(self, names: set[Name]) -> None:
-        """Take free names with open work, up to this process's fair share."""
+        """Take free names with open work, up to this process's fair share. The presence lease,
+        then the names in name order (the global lock order), then the take-back of the rows
+        their dead holders left: leases before resource-state rows."""
         mono = time.monotonic()
         with self._lock:
             unheld = [n for n in names if n not in self.held and self._other_until.get(n, 0.0) <= mono]
         if not unheld:
             return
-        random.shuffle(unheld)
         now = self.clock()
+        taken: list[Name] = []
         with self.db.write() as session:
             lease_sql.acquire(
                 session, PROCESS_PREFIX + self.owner, self.owner, now=now, ttl=self.lease_ttl, info=self.info
@@ -296,26 +369,47 @@ class AgentService:
             share = math.ceil(len(names) / self._processes(session, now))
             with self._lock:
                 room = share - len([n for n in self.held if n in names])
-            for name in unheld:
-                if room <= 0:
-                    break
+            if room <= 0:
+                return
+            wanted = sorted(sorted(unheld, key=self._preference)[:room])
+            for name in wanted:
                 row = lease_sql.acquire(
                     session, lease_name(*name), self.owner, now=now, ttl=self.lease_ttl, info=self.info
                 )
+                if row.owner != self.owner and lease_sql.process_gone(dict(row.info or {})):
+                    row = lease_sql.acquire(
+                        session,
+                        lease_name(*name),
+                        self.owner,
+                        now=now,
+                        ttl=self.lease_ttl,
+                        info=self.info,
+                        steal=True,
+                    )
                 if row.owner != self.owner:
                     self._other_until[name] = mono + min(2.0, self.lease_ttl / 3)
                     continue
-                # a name taken (over): whatever it left deploying has no live holder any more
-                deploy_state.release_names(session.connection(), name[0], [name[1]])
-                with self._lock:
-                    self.held.add(name)
-                room -= 1
+                taken.append(name)
+        with self._lock:
+            self.held.update(taken)
+        by_env: dict[str, list[str]] = defaultdict(list)
+        for env_id, agent in taken:
+            by_env[env_id].append(agent)
+        for env_id in sorted(by_env):
+            # a name taken (over): whatever its dead holders left deploying goes back to pending
+            try:
+                self.recovery.take_back_names(env_id, by_env[env_id], now)
+            except Exception:
+                log.exception("environment %s: claims of dead holders not taken back yet", env_id)
+        if taken:
+            self.recovery.finish_feedback(now)
 
     def keepalive(self) -> None:
         """Renew this process's presence and its names; give back names it no longer needs."""
         if self._stopped:
             return
         now = self.clock()
+        self.recover()
         self.repair(now)
         with self.db.read() as session:
             names = deploy_state.open_names(session.connection(), now)
@@ -365,14 +459,19 @@ class AgentService:
         return scheduled
 
     def stop(self) -> None:
-        """Give back every name and the presence lease; no new claims."""
+        """Give back every name and the presence lease, then this process's claims; no new claims."""
         self._stopped = True
         try:
             with self.db.write() as session:
-                for name in sorted(self.held):
-                    deploy_state.release_names(session.connection(), name[0], [name[1]], owner=self.owner)
-                    lease_sql.release(session, lease_name(*name), self.owner)
                 lease_sql.release(session, PROCESS_PREFIX + self.owner, self.owner)
+                for name in sorted(self.held):
+                    lease_sql.release(session, lease_name(*name), self.owner)
+                by_env: dict[str, list[str]] = defaultdict(list)
+                for env_id, agent in sorted(self.held):
+                    by_env[env_id].append(agent)
+                for env_id in sorted(by_env):
+                    conn = session.connection()
+                    deploy_claims.release_names(conn, env_id, by_env[env_id], owner=self.owner)
         except Exception:
             log.exception("agent %s: could not give back its names", self.owner)
         self.held.clear()
@@ -447,4 +546,4 @@ def _crash(service: AgentService, item: Claimed, run: RunSettings, exc: BaseExce
     return result
 
 
-__all__ = ["AgentService", "DeployWork", "lease_name"]
+__all__ = ["KILL_AFTER_RESULTS", "AgentService", "DeployWork", "lease_name"]

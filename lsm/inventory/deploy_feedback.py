@@ -9,13 +9,14 @@ key), so it costs the sets asked about, never the environment.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, and_, delete, insert, select
 
-from lsm.inventory.batches import chunks
-from lsm.inventory.deploy_tables import lsm_resource_state
+from lsm.inventory.batches import aware, chunks
+from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
 
 _state = lsm_resource_state
@@ -89,4 +90,74 @@ def instances_of_sets(conn: Connection, env_id: str, set_names: Iterable[str]) -
     return out
 
 
-__all__ = ["InstanceDeploy", "instances_of_sets", "statuses_of"]
+@dataclass(frozen=True)
+class PendingFeedback:
+    """Outcomes whose lifecycle feedback has not run yet (a row of ``lsm_deploy_feedback``)."""
+
+    id: int
+    env_id: str
+    owner: str
+    set_names: tuple[str, ...]
+    #: the resources whose outcome is new; ``None``: every instance of the sets (a plan)
+    resource_ids: tuple[str, ...] | None
+    created_at: datetime
+
+
+def record_pending(
+    conn: Connection,
+    env_id: str,
+    owner: str,
+    set_names: Iterable[str],
+    resource_ids: Collection[str] | None,
+    now: datetime,
+) -> int | None:
+    """Note, in the caller's transaction (the one that writes the outcomes), that their feedback
+    is due; ``None`` when there is nothing to feed back. ``finish`` deletes it once it ran."""
+    names = sorted({n for n in set_names if n})
+    if not names:
+        return None
+    row = {
+        "env_id": env_id,
+        "owner": owner,
+        "set_names": names,
+        "resource_ids": sorted(resource_ids) if resource_ids is not None else None,
+        "created_at": now,
+    }
+    statement = insert(lsm_deploy_feedback).returning(lsm_deploy_feedback.c.id)
+    return int(conn.execute(statement, row).scalar_one())
+
+
+def finish(conn: Connection, pending_id: int) -> None:
+    """The feedback of ``pending_id`` ran (by whichever process): forget it."""
+    conn.execute(delete(lsm_deploy_feedback).where(lsm_deploy_feedback.c.id == pending_id))
+
+
+def pending(conn: Connection) -> list[PendingFeedback]:
+    """Every feedback not run yet, oldest first: the table holds only unfinished work, so this
+    costs what a crash interrupted, never the inventory."""
+    t = lsm_deploy_feedback
+    query = select(t.c.id, t.c.env_id, t.c.owner, t.c.set_names, t.c.resource_ids, t.c.created_at).order_by(
+        t.c.id
+    )
+    return [
+        PendingFeedback(
+            id=int(r.id),
+            env_id=r.env_id,
+            owner=r.owner,
+            set_names=tuple(r.set_names or ()),
+            resource_ids=tuple(r.resource_ids) if r.resource_ids is not None else None,
+            created_at=aware(r.created_at),
+        )
+        for r in conn.execute(query)
+    ]
+
+
+__all__ = [
+    "InstanceDeploy",
+    "PendingFeedback",
+    "finish",
+    "instances_of_sets",
+    "pending",
+    "record_pending",
+    "statuses_of",
+]

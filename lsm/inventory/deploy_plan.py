@@ -39,6 +39,7 @@ from sqlalchemy import (
     update,
 )
 
+from lsm.inventory import deploy_claims
 from lsm.inventory.batches import chunks
 from lsm.inventory.database import JsonType
 from lsm.inventory.deploy_tables import (
@@ -153,19 +154,23 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
         ds_resource.c.superseded_in.is_(None),
         text(READ_GUARD_SQL),
     )
-    rows = list(conn.execute(current))
+    rows = sorted(conn.execute(current), key=lambda row: row[0])
     result.rows_read += len(rows)
     written = {row[0] for row in rows}
-    # a full plan reads the environment's state rows once: per chunk of ids, on a table that
-    # this very transaction is filling, PostgreSQL without statistics scanned the environment
-    # for each chunk (57 ms per 500 ids at 10,000 rows: O(n^2) over a first deploy)
-    known = set(conn.scalars(_existing(env_id))) if full else None
-    result.rows_written += _upsert(conn, env_id, latest, rows, known)
     touched.update(row[1] for row in rows)
-    # 2. resources that left the desired state
-    if known is not None:
+    if full:
+        # a full plan reads the environment's state rows once: per chunk of ids, on a table that
+        # this very transaction is filling, PostgreSQL without statistics scanned the environment
+        # for each chunk (57 ms per 500 ids at 10,000 rows: O(n^2) over a first deploy). Locked
+        # in the global order (``lsm.inventory.deploy_claims``): agents write these rows too.
+        existing = _existing(env_id).order_by(_state.c.resource_id)
+        if conn.dialect.name == "postgresql":
+            existing = existing.with_for_update(of=_state)
+        known = set(conn.scalars(existing))
         gone = sorted(known - written)
     else:
+        # 2. resources that left the desired state, found before anything is written, so that
+        #    every row the plan writes or deletes is locked in one pass, in the global order
         names = sorted(touched | {""})
         gone_set: set[str] = set()
         for part in chunks(names):
@@ -178,6 +183,8 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
             result.rows_read += len(found)
             gone_set.update(rid for rid in found if rid not in written)
         gone = sorted(gone_set)
+        known = {r.resource_id for r in deploy_claims.lock_rows(conn, env_id, written | gone_set)}
+    result.rows_written += _upsert(conn, env_id, latest, rows, known)
     for part in chunks(gone):
         removed_sets = conn.execute(
             select(_state.c.set_name).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part))
@@ -211,8 +218,8 @@ def _upsert(
 ) -> int:
     """Write the state rows and edges of ``rows`` (``ds_resource`` rows); returns rows written.
 
-    ``known``: the ids of every state row of the environment, read once by a full plan (else
-    each chunk reads those of its ids)."""
+    ``known``: the ids of the existing state rows among them (every row of the environment for a
+    full plan), read and locked by the caller; ``None``: each chunk reads those of its ids."""
     written = 0
     for part in chunks(rows):
         ids = [row[0] for row in part]

@@ -43,7 +43,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session
 
-from lsm.inventory import metric_counters
+from lsm.inventory import deploy_claims, metric_counters
 from lsm.inventory.batches import chunks, utc
 from lsm.inventory.deploy_tables import (
     OPEN_STATUSES_SQL,
@@ -101,21 +101,6 @@ def open_names(conn: Connection, now: datetime) -> set[tuple[str, str]]:
         )
         names.update((env_id, r[0]) for r in conn.execute(due))
     return names
-
-
-def release_names(conn: Connection, env_id: str, agents: Sequence[str], *, owner: str | None = None) -> int:
-    """Rows left ``deploying`` by these agents go back to ``pending`` (a take-over, or a shutdown
-    of ``owner``): no resource stays ``deploying`` without a live holder."""
-    query = update(_state).where(
-        text(OPEN_STATUSES_SQL),
-        _state.c.env_id == env_id,
-        _state.c.agent.in_(list(agents)),
-        _state.c.status == "deploying",
-    )
-    if owner is not None:
-        query = query.where(_state.c.claimed_by == owner)
-    result = conn.execute(query.values(status="pending", claimed_by=None))
-    return int(result.rowcount)
 
 
 def _claim_statements() -> tuple[Any, Any]:
@@ -242,7 +227,7 @@ def claim(
         conn.execute(
             update(s)
             .where(s.c.env_id == env_id, s.c.resource_id == bindparam("rid"))
-            .values(status="deploying", claimed_by=owner, poll_at=None),
+            .values(status="deploying", claimed_by=owner, claimed_at=now, poll_at=None),
             [{"rid": c.resource_id} for c in claimed],
         )
     if skipped:
@@ -319,37 +304,72 @@ class Result:
     discovered: dict[str, Any] | None = None
 
 
-def owned(conn: Connection, env_id: str, owner: str, ids: Sequence[str]) -> set[str]:
-    """The ids of ``ids`` still claimed (``deploying``) by ``owner``: the results that may be
-    written (locked on PostgreSQL until the caller's transaction ends)."""
+@dataclass(frozen=True)
+class Locked:
+    """The rows a batch's result write may change, locked in the global order (PostgreSQL)."""
+
+    #: results that may be written: rows still ``deploying`` and claimed by the writer
+    mine: frozenset[str]
+    #: skipped rows that a success of the batch may send back to ``pending``
+    skipped: dict[str, bool]  # resource_id -> purged
+
+
+def lock_results(conn: Connection, env_id: str, owner: str, results: Sequence[Result]) -> Locked:
+    """Lock, in ONE pass in ``resource_id`` order, every row the result write of ``results``
+    may change: the batch's own claims and the skipped rows its successes may un-skip.
+
+    Why one pass before anything is written: the discovery findings, the result rows and the
+    un-skipping used to lock rows in three passes, in the batch's order; a planner or another
+    agent locking the same rows in another order deadlocked with them."""
     s = _state
-    mine: set[str] = set()
-    for part in chunks(list(ids)):
-        query = select(s.c.resource_id).where(
-            text(OPEN_STATUSES_SQL),
-            s.c.env_id == env_id,
-            s.c.resource_id.in_(part),
-            s.c.status == "deploying",
-            s.c.claimed_by == owner,
+    ids = [r.resource_id for r in results]
+    succeeded = [r.resource_id for r in results if r.status == "deployed"]
+    near: set[str] = set()
+    for part in chunks(succeeded):
+        near.update(
+            r[0]
+            for r in conn.execute(
+                select(_req.c.resource_id).where(_req.c.env_id == env_id, _req.c.required_id.in_(part))
+            )
         )
-        if conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        mine.update(r[0] for r in conn.execute(query))
-    return mine
+        near.update(
+            r[0]
+            for r in conn.execute(
+                select(_req.c.required_id).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part))
+            )
+        )
+    wanted = (text(OPEN_STATUSES_SQL) & (s.c.status == "deploying") & (s.c.claimed_by == owner)) | (
+        s.c.status == "skipped"
+    )
+    rows = deploy_claims.lock_rows(conn, env_id, [*ids, *near], wanted)
+    own = set(ids)
+    return Locked(
+        mine=frozenset(r.resource_id for r in rows if r.status == "deploying" and r.resource_id in own),
+        skipped={r.resource_id: bool(r.purged) for r in rows if r.status == "skipped"},
+    )
 
 
 def write_results(
-    conn: Connection, env_id: str, owner: str, now: datetime, results: Sequence[Result]
+    conn: Connection,
+    env_id: str,
+    owner: str,
+    now: datetime,
+    results: Sequence[Result],
+    locked: Locked | None = None,
 ) -> set[str]:
     """Write a batch's results in the caller's transaction; returns the ids actually written.
 
-    On a success, dependants that were ``skipped`` go back to ``pending`` (and, for a deleted
-    purged resource, the purged resources it required).
+    ``locked``: what ``lock_results`` locked for them in this transaction (locked here when
+    ``None``). On a success, dependants that were ``skipped`` go back to ``pending`` (and, for
+    a deleted purged resource, the purged resources it required). Then, with every state row
+    written, the action log and its counters (the global lock order: state rows first).
     """
     if not results:
         return set()
     s = _state
-    mine = owned(conn, env_id, owner, [r.resource_id for r in results])
+    if locked is None:
+        locked = lock_results(conn, env_id, owner, results)
+    mine = set(locked.mine)
     kept = [r for r in results if r.resource_id in mine]
     if kept:
         same = s.c.desired_hash == bindparam("ran_hash", type_=String())
@@ -381,6 +401,7 @@ def write_results(
                 bucket_tokens=bindparam("new_tokens", type_=Float()),
                 bucket_at=bindparam("new_bucket_at", type_=_TS),
                 claimed_by=None,
+                claimed_at=None,
             ),
             [
                 {
@@ -402,25 +423,38 @@ def write_results(
                 for r in kept
             ],
         )
+    _unskip(conn, env_id, [r.resource_id for r in kept if r.status == "deployed"], locked.skipped)
     actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
     if actions:
         conn.execute(insert(lsm_resource_action), actions)
         metric_counters.count_actions(conn, env_id, actions)
-    succeeded = [r.resource_id for r in kept if r.status == "deployed"]
-    for part in chunks(succeeded):
-        dependants = select(_req.c.resource_id).where(_req.c.env_id == env_id, _req.c.required_id.in_(part))
-        required = select(_req.c.required_id).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part))
-        conn.execute(
-            update(s)
-            .where(
-                s.c.env_id == env_id,
-                s.c.status == "skipped",
-                (s.c.resource_id.in_(dependants) & s.c.purged.is_(False))
-                | (s.c.resource_id.in_(required) & s.c.purged.is_(True)),
+    return mine
+
+
+def _unskip(conn: Connection, env_id: str, succeeded: Sequence[str], skipped: dict[str, bool]) -> None:
+    """Skipped rows that ``succeeded`` let through go back to ``pending``: the non-purged
+    resources that require one of them, and the purged resources that one of them (a deleted
+    purged resource) required. Only rows locked by ``lock_results`` are written."""
+    if not succeeded or not skipped:
+        return
+    done = set(succeeded)
+    back: set[str] = set()
+    for part in chunks(list(succeeded)):
+        for requirer, required in conn.execute(
+            select(_req.c.resource_id, _req.c.required_id).where(
+                _req.c.env_id == env_id, _req.c.required_id.in_(part) | _req.c.resource_id.in_(part)
             )
+        ):
+            if requirer in skipped and not skipped[requirer] and required in done:
+                back.add(requirer)
+            if required in skipped and skipped[required] and requirer in done:
+                back.add(required)
+    for part in chunks(sorted(back)):
+        conn.execute(
+            update(_state)
+            .where(_state.c.env_id == env_id, _state.c.resource_id.in_(part), _state.c.status == "skipped")
             .values(status="pending", next_attempt_at=None)
         )
-    return mine
 
 
 def planned_environments(conn: Connection) -> list[str]:
@@ -444,25 +478,36 @@ def repair_if_due(session: Session, env_id: str, now: datetime, interval: float)
         return 0
     row.last_tick = now
     session.add(row)
-    result = session.connection().execute(
-        update(_state)
+    conn = session.connection()
+    # locked in the global order first (an UPDATE of the environment locks in scan order)
+    deployed = (
+        select(_state.c.resource_id)
         .where(_state.c.env_id == env_id, _state.c.status == "deployed")
-        .values(status="pending", next_attempt_at=None)
+        .order_by(_state.c.resource_id)
     )
-    return int(result.rowcount)
+    if conn.dialect.name == "postgresql":
+        deployed = deployed.with_for_update(of=_state)
+    ids = [r[0] for r in conn.execute(deployed)]
+    for part in chunks(ids):
+        conn.execute(
+            update(_state)
+            .where(_state.c.env_id == env_id, _state.c.resource_id.in_(part), _state.c.status == "deployed")
+            .values(status="pending", next_attempt_at=None)
+        )
+    return len(ids)
 
 
 __all__ = [
     "BLOCKING",
     "WAITING",
     "Claimed",
+    "Locked",
     "Result",
     "claim",
     "desired_records",
+    "lock_results",
     "open_names",
-    "owned",
     "planned_environments",
-    "release_names",
     "repair_if_due",
     "utc",
     "write_results",

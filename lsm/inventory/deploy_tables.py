@@ -75,6 +75,8 @@ lsm_resource_state = Table(
     Column("bucket_at", DateTime(timezone=True), nullable=True),
     # the agent process that runs it while ``deploying`` (fences a taken-over agent's results)
     Column("claimed_by", String(200), nullable=True),
+    # when it was claimed: a claim older than the agents' lease is re-examined (migration 0015)
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
     PrimaryKeyConstraint("resource_id", "env_id", name="pk_lsm_resource_state"),
     # "the open work of these agents" (claims); partial: never a scan of the deployed rows
     Index(
@@ -93,6 +95,13 @@ lsm_resource_state = Table(
     Index("ix_lsm_resource_state_env", "env_id", "resource_id"),
     Index("ix_lsm_resource_state_status", "env_id", "status", "resource_id"),
     Index("ix_lsm_resource_state_type", "env_id", "resource_type", "resource_id"),
+    # "claims older than the lease" (re-examined on each keepalive); partial: only claimed rows
+    Index(
+        "ix_lsm_resource_state_claimed",
+        "claimed_at",
+        sqlite_where=text("status = 'deploying'"),
+        postgresql_where=text("status = 'deploying'"),
+    ),
     # "deployed resources whose poll is due"
     Index(
         "ix_lsm_resource_state_poll",
@@ -136,6 +145,23 @@ lsm_resource_action = Table(
     Index("ix_lsm_resource_action_env", "env_id", "id"),
 )
 
+#: deploy results (or a plan) whose lifecycle feedback has not run yet: written in the transaction
+#: of the results, deleted once the feedback ran; what a crash interrupted in between is finished
+#: by the recovery pass of the next agent (``lsm.deploy.recovery``). It holds only unfinished
+#: work, so reading it costs nothing like the inventory's size.
+lsm_deploy_feedback = Table(
+    "lsm_deploy_feedback",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("env_id", String(36), nullable=False),
+    # the agent process that will run it (its presence lease says whether it still lives)
+    Column("owner", String(200), nullable=False),
+    Column("set_names", JsonType, nullable=False),
+    # the resources whose outcome is new; NULL: every instance of the sets (a plan)
+    Column("resource_ids", JsonType, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
 lsm_deploy_head = Table(
     "lsm_deploy_head",
     metadata,
@@ -152,6 +178,7 @@ def resource_type_of(resource_id: str) -> str:
 
 __all__ = [
     "OPEN_STATUSES_SQL",
+    "lsm_deploy_feedback",
     "lsm_deploy_head",
     "lsm_resource_action",
     "lsm_resource_require",

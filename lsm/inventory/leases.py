@@ -6,13 +6,16 @@ Why rows and not advisory locks: a lease must also work on SQLite, and must say 
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
+from lsm.inventory.batches import aware
 from lsm.inventory.tables import LeaseRow
 
 
@@ -62,3 +65,37 @@ def renew(session: Session, name: str, owner: str, *, now: datetime, ttl: float)
 
 def release(session: Session, name: str, owner: str) -> None:
     session.execute(delete(LeaseRow).where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner))
+
+
+def process_gone(info: dict[str, Any]) -> bool:
+    """The holder ran on this host and its process no longer exists (killed, crashed).
+
+    Only a process of this host can be checked; any other holder counts as alive until its
+    lease expires.
+    """
+    pid = info.get("pid")
+    if info.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def live_holders(session: Session, names: list[str], *, now: datetime) -> set[str]:
+    """Which of these lease names have a live holder: not expired, and not a process of this
+    host that is gone (a holder killed with kill -9 is dead at once, not after its lease)."""
+    live: set[str] = set()
+    for name, expires_at, info in session.execute(
+        select(col(LeaseRow.name), col(LeaseRow.expires_at), col(LeaseRow.info)).where(
+            col(LeaseRow.name).in_(names)
+        )
+    ):
+        if aware(expires_at) > now and not process_gone(dict(info or {})):
+            live.add(name)
+    return live

@@ -13,6 +13,7 @@ from typing import Any
 
 from lsm.inventory import leases as sql
 from lsm.inventory.database import Database
+from lsm.inventory.leases import process_gone
 from lsm.inventory.tables import LeaseRow, utcnow
 
 
@@ -20,26 +21,6 @@ def process_identity(role: str) -> tuple[str, dict[str, Any]]:
     """An owner name unique to this process (and role), and what to tell an operator about it."""
     host, pid = socket.gethostname(), os.getpid()
     return f"{role}@{host}:{pid}:{uuid.uuid4().hex[:8]}", {"host": host, "pid": pid, "role": role}
-
-
-def process_gone(info: dict[str, Any]) -> bool:
-    """The holder ran on this host and its process no longer exists (killed, crashed).
-
-    Only a process of this host can be checked; any other holder counts as alive until its
-    lease expires.
-    """
-    pid = info.get("pid")
-    if info.get("host") != socket.gethostname() or not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 class Lease:
@@ -77,3 +58,6 @@ class Lease:
             with self.db.write() as session:
                 sql.release(session, self.name, self.owner)
             self.held = False
+
+
+__all__ = ["Lease", "process_gone", "process_identity"]
