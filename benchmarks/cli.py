@@ -25,6 +25,7 @@ from benchmarks import report, tables
 from benchmarks.backend import backend_name
 from benchmarks.deploy import add_deploy_parser, run_deploy_command
 from benchmarks.e2e_cli import add_e2e_parser, run_e2e_command
+from benchmarks.faults import add_faults_parser, run_faults_command
 from benchmarks.isolate import SizeJob, run_in_process, run_in_subprocess
 from benchmarks.orders import add_orders_parser, run_orders_command
 
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(N networks x --hosts hosts + 1 shared resource), or the whole system over HTTP (e2e).",
     )
     commands = parser.add_subparsers(
-        dest="scenario", required=True, metavar="{full,partial,e2e,deploy,orders}"
+        dest="scenario", required=True, metavar="{full,partial,e2e,deploy,orders,faults}"
     )
     full = commands.add_parser(
         "full",
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_e2e_parser(commands)
     add_deploy_parser(commands)
     add_orders_parser(commands)
+    add_faults_parser(commands)
     return parser
 
 
@@ -123,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_deploy_command(args, argv)
     if args.scenario == "orders":
         return run_orders_command(args, argv)
+    if args.scenario == "faults":
+        return run_faults_command(args, argv)
     out = Console()
     if not out.is_terminal:  # a pipe or a file: keep every column whole
         out = Console(width=200)

@@ -81,7 +81,8 @@ class Processes:
         self.cwd = cwd  # not the repository: ``lsm`` reads ./lsm.toml and ./pyproject.toml
         self.started: list[Started] = []
 
-    def start(self, name: str, argv: list[str]) -> Started:
+    def start(self, name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Started:
+        """Start ``argv`` (``env``: more environment variables for it)."""
         log = self.directory / f"{name}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -91,7 +92,7 @@ class Processes:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             )
         started = Started(name, process, log)
         self.started.append(started)
