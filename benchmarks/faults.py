@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import re
+import shutil
 import tempfile
 import time
 from collections import Counter
@@ -39,15 +40,17 @@ from typing import Any
 import httpx
 from rich.console import Console
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from benchmarks import report
 from benchmarks.backend import backend_name, fresh_database_url
 from benchmarks.harness import BenchmarkError
 from benchmarks.load import INVENTORY
 from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
+from lsm.deploy.recovery import PROCESS_PREFIX
 from lsm.inventory.database import Database
-from lsm.inventory.deploy_tables import lsm_resource_state
-from lsm.inventory.tables import InstanceRow
+from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
+from lsm.inventory.tables import InstanceRow, LeaseRow
 
 MODEL = Path(__file__).resolve().parent / "deploy_model.py"
 ENTITY = "nothing"
@@ -88,6 +91,41 @@ class Cluster:
         return self.processes.start(
             f"agent{n}", argv, env={**self.env, "LSM_STATE_DIR": str(self.processes.directory / f"state{n}")}
         )
+
+    def check_alive(self) -> None:
+        """Fail when a process died, other than the servers killed on purpose (all but the last)."""
+        for started in self.processes.started:
+            if started not in self.servers[:-1] and started.process.poll() is not None:
+                raise BenchmarkError(
+                    f"{started.name} exited with status {started.process.returncode}:\n{started.tail()}"
+                )
+
+    def wait_agents(self, count: int, deadline: float) -> None:
+        """Until ``count`` agent processes hold their presence lease (they have started)."""
+        db = Database(self.url)
+        try:
+            while True:
+                self.check_alive()
+                with db.read() as session:
+                    query = select(func.count()).where(col(LeaseRow.name).startswith(PROCESS_PREFIX))
+                    if int(session.execute(query).scalar_one()) >= count:
+                        return
+                if time.monotonic() > deadline:
+                    raise BenchmarkError(f"{count} agent processes did not start in time")
+                time.sleep(0.2)
+        finally:
+            db.dispose()
+
+    def pending_feedback(self) -> int:
+        """Deploy results whose lifecycle feedback has not run yet."""
+        db = Database(self.url)
+        try:
+            with db.read() as session:
+                return int(
+                    session.execute(select(func.count()).select_from(lsm_deploy_feedback)).scalar_one()
+                )
+        finally:
+            db.dispose()
 
     def counts(self) -> tuple[Counter[str], Counter[str]]:
         """(instance states, resource statuses), read from the database."""
@@ -197,11 +235,11 @@ def run_burst(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
         cluster.start_worker(n)
     for n in range(options.agents):
         cluster.start_agent(n)
-    time.sleep(3.0)  # the workers and agents import the engine and register before the burst
+    cluster.wait_agents(options.agents, time.monotonic() + 120.0)
     names = [f"b{i}" for i in range(options.orders)]
     sent = asyncio.run(send_orders(cluster.base_url, names, concurrency=options.concurrency))
     burst_end = time.monotonic()
-    states = cluster.wait_all_up(time.monotonic() + options.timeout, cluster.processes.check_alive)
+    states = cluster.wait_all_up(time.monotonic() + options.timeout, cluster.check_alive)
     return {
         "orders": options.orders,
         "accepted": len(sent["accepted"]),
@@ -243,7 +281,7 @@ def run_kills(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
 
     sent = asyncio.run(burst_and_kill())
     last_restart = time.monotonic()
-    states = cluster.wait_all_up(last_restart + options.timeout)
+    states = cluster.wait_all_up(last_restart + options.timeout, cluster.check_alive)
     return {
         "orders": options.orders,
         "kills": options.kills,
@@ -268,7 +306,13 @@ def run_faults(options: FaultOptions) -> dict[str, Any]:
     ):
         cluster = Cluster(processes, url)
         run = run_burst if options.scenario == "burst" else run_kills
-        out.update(run(cluster, options))
+        try:
+            out.update(run(cluster, options))
+        finally:
+            if out.get("problems") or "instances" not in out:  # keep the logs to read why
+                kept = Path(options.workdir or ".") / f"faults-logs-{int(time.time())}"
+                shutil.copytree(tmp, kept, ignore=shutil.ignore_patterns("*.db*", "state*"))
+                out["logs_kept_in"] = str(kept)
     return out
 
 
