@@ -109,7 +109,6 @@ class DeployWork:
         self.records = records
         self.skipped_sets = skipped_sets
         self.label = f"deploy of {len(claimed)} resource(s) of environment {env_id}"
-        self.names = {(env_id, c.agent) for c in claimed}
 
     def deadline(self) -> float | None:
         return None  # each resource is bounded by deploy_timeout; the batch waits for no more
@@ -401,8 +400,8 @@ class AgentService:
                 self.recovery.take_back_names(env_id, by_env[env_id], now)
             except Exception:
                 log.exception("environment %s: claims of dead holders not taken back yet", env_id)
-        if taken:
-            self.recovery.finish_feedback(now)
+        if taken:  # and the feedback they left undone
+            self.recover()
 
     def keepalive(self) -> None:
         """Renew this process's presence and its names; give back names it no longer needs."""
