@@ -64,13 +64,17 @@ class Cluster:
 
     processes: Processes
     url: str
-    lease_ttl: float = 5.0
+    #: ``--lease-ttl`` of workers and agents; ``None``: their default
+    lease_ttl: float | None = None
     servers: list[Started] = field(default_factory=list)
     base_url: str = ""
     env: dict[str, str] = field(default_factory=dict)
 
-    def start_server(self, *, worker: bool = True, env: dict[str, str] | None = None) -> Started:
-        port = free_port()
+    def start_server(
+        self, *, worker: bool = True, env: dict[str, str] | None = None, port: int | None = None
+    ) -> Started:
+        """Start ``lsm server`` (``port``: the one a killed server had) and wait until it serves."""
+        port = port or free_port()
         self.base_url = f"http://{HOST}:{port}"
         argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", self.url]
         argv += ["--host", HOST, "--port", str(port), "--no-access-log"]
@@ -83,14 +87,17 @@ class Cluster:
         return server
 
     def start_worker(self, n: int) -> Started:
-        argv = [*lsm_command(), "worker", "--model", str(MODEL), "--database", self.url]
-        return self.processes.start(f"worker{n}", [*argv, "--lease-ttl", str(self.lease_ttl)])
+        argv = [*lsm_command(), "worker", "--model", str(MODEL), "--database", self.url, *self._ttl()]
+        return self.processes.start(f"worker{n}", argv)
 
     def start_agent(self, n: int) -> Started:
-        argv = [*lsm_command(), "agent", "--database", self.url, "--lease-ttl", str(self.lease_ttl)]
+        argv = [*lsm_command(), "agent", "--database", self.url, *self._ttl()]
         return self.processes.start(
             f"agent{n}", argv, env={**self.env, "LSM_STATE_DIR": str(self.processes.directory / f"state{n}")}
         )
+
+    def _ttl(self) -> list[str]:
+        return [] if self.lease_ttl is None else ["--lease-ttl", str(self.lease_ttl)]
 
     def check_alive(self) -> None:
         """Fail when a process died, other than the servers killed on purpose (all but the last)."""
@@ -256,36 +263,42 @@ def run_kills(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
     """The ``kills`` scenario on a started database (module docstring)."""
     server = cluster.start_server()
     names = [f"k{i}" for i in range(options.orders)]
+    kills: list[float] = []
+    restarts: list[float] = []
+    stranded: list[dict[str, int]] = []  # what each kill left for the restart to finish
 
     async def burst_and_kill() -> dict[str, Any]:
         orders = asyncio.create_task(
             send_orders(cluster.base_url, names, concurrency=options.concurrency, span=options.span)
         )
-        # the port stays the same across restarts only by starting on it again: keep base_url
-        for _kill in range(options.kills):
-            await asyncio.sleep(options.span / (options.kills + 1))
+        # kill k at span * k / (kills + 1) from the start (or as soon as the restart before it
+        # serves): the kills fall inside the span whatever a restart takes
+        began = time.monotonic()
+        for k in range(1, options.kills + 1):
+            await asyncio.sleep(max(0.0, began + options.span * k / (options.kills + 1) - time.monotonic()))
             nonlocal server
             server.process.kill()
             server.process.wait(30)
+            kills.append(round(time.monotonic() - began, 3))
+            left = await asyncio.to_thread(lambda: (cluster.pending_feedback(), cluster.counts()[1]))
+            stranded.append({"feedback_pending": left[0], "deploying": left[1].get("deploying", 0)})
             server = await asyncio.to_thread(restart, server)
         return await orders
 
     def restart(previous: Started) -> Started:
-        port = cluster.base_url.rsplit(":", 1)[1]
-        argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", cluster.url]
-        argv += ["--host", HOST, "--port", port, "--no-access-log"]
-        again = cluster.processes.start(f"server{len(cluster.servers)}", argv, env=cluster.env)
-        cluster.servers.append(again)
-        cluster.processes.wait_healthy(again, cluster.base_url, 120.0)
+        again = cluster.start_server(port=int(cluster.base_url.rsplit(":", 1)[1]))
+        restarts.append(time.monotonic())
         return again
 
     sent = asyncio.run(burst_and_kill())
-    last_restart = time.monotonic()
+    last_restart = restarts[-1] if restarts else time.monotonic()
     states = cluster.wait_all_up(last_restart + options.timeout, cluster.check_alive)
     return {
         "orders": options.orders,
         "kills": options.kills,
         "span_s": options.span,
+        "killed_at_s": kills,
+        "left_by_each_kill": stranded,
         "accepted": len(sent["accepted"]),
         "order_errors": sent["errors"],
         "all_up_after_last_restart_s": round(time.monotonic() - last_restart, 3),

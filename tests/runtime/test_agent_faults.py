@@ -48,7 +48,7 @@ def test_two_agents_under_a_burst_deadlock_nowhere_and_leave_nothing_deploying(
     database_url: str, tmp_path: Path
 ) -> None:
     with Processes(tmp_path, cwd=tmp_path) as processes:
-        cluster = Cluster(processes, database_url, lease_ttl=3.0)
+        cluster = Cluster(processes, database_url)
         cluster.start_server(worker=False)
         cluster.start_worker(0)
         for n in range(2):
