@@ -215,7 +215,9 @@ async def send_orders(
             else:
                 errors[f"HTTP {r.status_code}"] += 1
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    limits = httpx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency, keepalive_expiry=2.0
+    )  # under the server's keep-alive time: a request never meets a connection it just closed
     async with httpx.AsyncClient(base_url=base_url, timeout=60.0, limits=limits) as client:
         await asyncio.gather(*(one(client, i, n) for i, n in enumerate(names)))
     return {"accepted": accepted, "errors": dict(errors), "seconds": round(time.monotonic() - began, 3)}

@@ -114,7 +114,7 @@ def test_help_names_every_scenario() -> None:
     completed = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--help"], cwd=REPO, capture_output=True, text=True, check=True
     )
-    assert all(name in completed.stdout for name in ("full", "partial", "e2e", "deploy", "orders"))
+    assert all(name in completed.stdout for name in ("full", "partial", "e2e", "deploy", "orders", "faults"))
 
 
 def test_sizes_accept_thousands_shorthand_and_refuse_nonsense() -> None:
