@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from lsm.deploy.agent import AgentService
@@ -129,3 +131,31 @@ def test_a_release_gives_back_only_its_owners_claims_in_lock_order(
     assert rows(engine) == Counter({("pending", None): 2})
     with engine.db.read() as session:
         assert deploy_feedback.pending(session.connection()) == []
+
+
+def test_names_are_leased_in_name_order_and_processes_prefer_different_ones(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = engine_factory("tests.deploy.file_model")
+    env_id = engine.context(None).env_id
+    names = {(env_id, f"ag{i}") for i in range(10)}
+    taken: list[str] = []
+    acquire = leases.acquire
+
+    def recording(session: Any, name: str, owner: str, **kwargs: Any) -> Any:
+        taken.append(name)
+        return acquire(session, name, owner, **kwargs)
+
+    monkeypatch.setattr(leases, "acquire", recording)
+    clock = Clock()
+    first, second = (agent(engine, state_dir, owner, clock) for owner in ("agent@host:1", "agent@host:2"))
+    with engine.db.write() as session:  # two live processes: each takes its share, half
+        leases.acquire(session, "agent-process:agent@host:2", "agent@host:2", now=clock(), ttl=LEASE, info={})
+    taken.clear()
+    first._take(names)
+
+    assert taken[0] == "agent-process:agent@host:1"  # the global order: presence, then names
+    assert taken[1:] == sorted(taken[1:]) and len(taken) == 6
+    assert len(first.held) == 5
+    preferred = {tuple(sorted(names, key=p)[:5]) for p in (first._preference, second._preference)}
+    assert len(preferred) == 2  # the two processes would start from different names
