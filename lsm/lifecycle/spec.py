@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -36,7 +36,7 @@ VALIDATING_TRIGGERS: frozenset[str] = frozenset({"auto", "api_set_state"})
 #: The trigger of a failed exporting compile: it fires in every instance that waited on the
 #: export (its desired state was not exported). Its transfer IS the error outcome, so it has a
 #: ``target`` and no ``error``.
-EXPORT_FAILED = "export_failed"
+EXPORT_FAILED: Final = "export_failed"
 
 
 class _Frozen(BaseModel):

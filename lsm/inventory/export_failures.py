@@ -1,0 +1,108 @@
+"""The SQL of a failed exporting compile: which instances waited on it, and its retry.
+
+Why here: deciding what a failed export does is the lifecycle's (``lsm.orchestration``), and
+when it is recorded the compiler's (``lsm.compiler.export_failure``); finding the instances
+and copying a request are reads and writes of rows, the inventory's.
+
+An instance waits on an export when its desired state was not exported yet: the per-instance
+resource index (``lsm_instance_resources``, written with every export) holds no record of it
+at the instance's ``desired_state_version``. That is exact for every cause: a resource-based
+transfer fires only on such a record (``lsm.deploy.feedback``), so the instances found here
+are the ones nothing else would ever move on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, bindparam, false, or_
+from sqlalchemy import select as sa_select
+from sqlmodel import Session
+
+from lsm.inventory.compile_requests import CompileOrder
+from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
+from lsm.schemas.compiles import CompileKind
+
+_i = InstanceRow.__table__  # type: ignore[attr-defined]
+_r = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
+_c = CompileRow.__table__  # type: ignore[attr-defined]
+
+#: ids per ``IN`` list (the bound parameters of one statement stay far below every limit)
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An instance whose desired state ``desired_state_version`` was not exported."""
+
+    id: str
+    entity: str
+    state: str
+    desired_state_version: int
+
+
+def _waiting_query() -> Any:
+    """Live instances of an environment with a desired state and no record of it exported."""
+    joined = _i.outerjoin(_r, and_(_r.c.env_id == _i.c.env_id, _r.c.instance_id == _i.c.id))
+    return (
+        sa_select(_i.c.id, _i.c.entity, _i.c.state, _i.c.desired_state_version)
+        .select_from(joined)
+        .where(
+            _i.c.env_id == bindparam("b_env"),
+            _i.c.deleted == false(),
+            _i.c.desired_state_version > 0,
+            or_(
+                _r.c.instance_id.is_(None),
+                _r.c.instance_desired_state_version != _i.c.desired_state_version,
+            ),
+        )
+    )
+
+
+_WAITING = _waiting_query()
+_WAITING_AMONG = _WAITING.where(_i.c.id.in_(bindparam("b_ids", expanding=True)))
+
+
+def waiting_on_export(session: Session, env_id: str, instance_ids: Sequence[str] | None) -> list[Waiting]:
+    """The instances of ``env_id`` that waited on an export: among ``instance_ids`` (a partial
+    compile's requested ids; chunked ``IN`` reads), or all of them (``None``: a full compile)."""
+    conn = session.connection()
+    if instance_ids is None:
+        rows: Iterator[Any] = iter(conn.execute(_WAITING, {"b_env": env_id}))
+        return [Waiting(*row) for row in rows]
+    ids = sorted(set(instance_ids))
+    found: list[Waiting] = []
+    for start in range(0, len(ids), CHUNK):
+        params = {"b_env": env_id, "b_ids": ids[start : start + CHUNK]}
+        found.extend(Waiting(*row) for row in conn.execute(_WAITING_AMONG, params))
+    return found
+
+
+def followers(session: Session, leader_id: str) -> list[CompileRow]:
+    """The requests that were merged into ``leader_id`` (a keyed read on ``merged_into``)."""
+    query = sa_select(CompileRow).where(CompileRow.merged_into == leader_id)  # type: ignore[arg-type]
+    return list(session.exec(query).scalars())  # type: ignore[call-overload]
+
+
+def retry_order(rows: Sequence[CompileRow], *, actor: str | None, request_id: str | None) -> CompileOrder:
+    """The request equivalent to ``rows`` (a failed leader and the requests merged into it): a
+    full compile if any of them was one, else a partial one over the union of their ids and
+    entities; the leader's selector, and what every one of them excluded."""
+    leader = rows[0]
+    full = any(row.kind == CompileKind.FULL.value for row in rows)
+    excluded = set.intersection(*(set(row.exclude) for row in rows))
+    params = leader.params or {}
+    return CompileOrder(
+        env_id=leader.env_id,
+        kind=CompileKind.FULL if full else CompileKind.PARTIAL,
+        requested_ids=[] if full else list(dict.fromkeys(i for row in rows for i in row.requested_ids)),
+        service_entities=[] if full else list(dict.fromkeys(e for row in rows for e in row.service_entities)),
+        exclude=sorted(excluded) if not full else [],
+        reason=f"retry of the failed compile {leader.id}",
+        selector=None if full else params.get("selector"),
+        incremental=params.get("incremental") if full else None,
+        actor=actor,
+        request_id=request_id,
+    )
