@@ -98,11 +98,14 @@ class CompilesFacade:
                 )
             if leader.status != CompileStatus.FAILED.value:
                 raise Conflict(
-                    f"compile {compile_id} is {leader.status}, not failed: only a failed compile can be retried",
+                    f"compile {compile_id} is {leader.status}, not failed: "
+                    "only a failed compile can be retried",
                     compile=compile_id,
                     status=leader.status,
                 )
-            order = retry_order([leader, *followers(session, leader.id)], actor=ctx.actor, request_id=ctx.request_id)
+            order = retry_order(
+                [leader, *followers(session, leader.id)], actor=ctx.actor, request_id=ctx.request_id
+            )
             queued = enqueue(session, order)
         self.core.orchestrator.notify(env.env_id)
         return compile_out(queued)

@@ -148,7 +148,10 @@ class Diagnosis:
         if pending is not None and aware(pending.created_at) > aware(line.created_at):
             return []  # a retry or a later export is on its way: what it waits for is told below
         record = (self.s.deploy or self._deploy_state())[0]
-        if record is not None and record.instance_desired_state_version == self.s.instance.desired_state_version:
+        if (
+            record is not None
+            and record.instance_desired_state_version == self.s.instance.desired_state_version
+        ):
             return []  # exported since: its deploy tells the rest
         row = diagnosis_queries.compile_row(self.session, line.compile_id)
         error = dict(((row.report if row is not None else None) or {}).get("error") or {})
@@ -158,7 +161,9 @@ class Diagnosis:
             f"fix the named instance or model, then retry the compile (`lsm compile --retry "
             f"{line.compile_id}`); any later export of its tree moves it on too"
         )
-        message = f"exporting compile {line.compile_id} failed: {what}: {error.get('message', 'no report')}; {todo}"
+        message = (
+            f"exporting compile {line.compile_id} failed: {what}: {error.get('message', 'no report')}; {todo}"
+        )
         return [
             self._cause(
                 "failed_export",

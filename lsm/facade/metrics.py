@@ -77,7 +77,7 @@ class SnapshotCollector(Collector):
         yield compiles
         failed_exports = CounterMetricFamily(
             "lsm_failed_exports",
-            "Exporting compiles that failed, by error kind (each is written on the instances that waited on it).",
+            "Exporting compiles that failed, by error kind (written on the instances that waited on them).",
             labels=["environment", "error"],
         )
         for env_id, error, count in found.failed_exports:

@@ -8,7 +8,8 @@ in one transaction. A step runs for every instance change, from many threads at 
 * one ``transitions.Machine`` is built per lifecycle, with one trigger per (transfer, outcome)
   edge: ``on_update``, ``on_delete``, ``auto``, ``auto:error``, ``resource_based``,
   ``resource_based:error``, ``export_failed:error`` (a failed export has only an error
-  outcome: ``step(state, "export_failed", success=False)``), ``api_set_state:<target>``, ``api_set_state:<target>:error``;
+  outcome: ``step(state, "export_failed", success=False)``), ``api_set_state:<target>``,
+  ``api_set_state:<target>:error``;
 * each edge's ``Step`` is computed once when the machine is built, and the edge's ``after``
   callback hands it to the model that fired it;
 * a step borrows a tiny model object from a pool, sets it to the instance's state, fires the

@@ -135,5 +135,13 @@ SYSTEM = Origin(SYSTEM_ACTOR)
 
 
 Command = (
-    Create | Update | Delete | SetState | Auto | ValidationOutcome | ResourceOutcome | ExportFailed | ForceState
+    Create
+    | Update
+    | Delete
+    | SetState
+    | Auto
+    | ValidationOutcome
+    | ResourceOutcome
+    | ExportFailed
+    | ForceState
 )

@@ -522,7 +522,9 @@ def _round(
 def _instance_ids(commands: list[Command]) -> list[str]:
     """The instances that commands addressed by id (not by entity and reference) will lock."""
     return [
-        c.instance_id for c in commands if isinstance(c, Auto | ValidationOutcome | ResourceOutcome | ExportFailed)
+        c.instance_id
+        for c in commands
+        if isinstance(c, Auto | ValidationOutcome | ResourceOutcome | ExportFailed)
     ]
 
 
@@ -848,7 +850,9 @@ class _Transaction:
             )
             return Outcome(row, executed=False, compiles=self.compiles)
         step = machine.step(row.state, EXPORT_FAILED, success=False)
-        return self.transition(row, step, EXPORT_FAILED, message=command.message, compile_id=command.compile_id)
+        return self.transition(
+            row, step, EXPORT_FAILED, message=command.message, compile_id=command.compile_id
+        )
 
     def force_state(self, command: ForceState) -> Outcome:
         row = self.lock(command.entity, command.ref, command.current_version)

@@ -50,7 +50,9 @@ def test_dot_has_an_edge_per_outcome_error_edges_dashed(spec: LifecycleSpec) -> 
     dashed = [e for e in edges if "style=dashed" in e]
     # error edges, and the transfers of a failed export, which are an error outcome themselves
     assert len(dashed) == sum(1 for t in spec.transfers if t.error or t.trigger == "export_failed")
-    assert any('"creating" -> "failed"' in e and ': export_failed"' in e and "style=dashed" in e for e in edges)
+    assert any(
+        '"creating" -> "failed"' in e and ': export_failed"' in e and "style=dashed" in e for e in edges
+    )
     assert any('"start" -> "acknowledged" [label="1: auto [validate]"' in e for e in edges)
     assert any('"acknowledged" -> "creating" [label="2: auto\\n{promote}"' in e for e in edges)
     assert any('"start" -> "rejected"' in e and "style=dashed" in e for e in edges)

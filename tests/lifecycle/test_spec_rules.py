@@ -218,7 +218,8 @@ def test_a_failed_export_transfer_is_the_error_outcome_itself(field: dict[str, A
 def test_request_export_needs_an_exporting_target() -> None:
     spec(EXPORTING, [t("start", "lost", "on_delete", request_export=True)])
     err = rejected(
-        [*EXPORTING, "gone"], [t("start", "lost", "on_delete"), t("lost", "gone", "on_delete", request_export=True)]
+        [*EXPORTING, "gone"],
+        [t("start", "lost", "on_delete"), t("lost", "gone", "on_delete", request_export=True)],
     )
     assert err.details["rule"] == "request_export_target"
     assert "'gone' exports nothing" in err.message
