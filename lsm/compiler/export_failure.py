@@ -12,8 +12,8 @@ too often), so every cause of failure reaches it and no crash can separate the c
 record from the instances' steps. It finds the instances that waited (those whose desired
 state has no exported record: ``lsm.inventory.export_failures``) among what the batch asked
 for, and hands each an ``ExportFailed`` through the orchestrator, the one place that changes
-state: the lifecycle's ``export_failed`` transfer fires, or the failure is only logged in a
-state without one. It also counts the failure for ``/metrics``.
+state (in bulk: ``Orchestrator.fail_exports``): the lifecycle's ``export_failed`` transfer
+fires, or the failure is only logged in a state without one. It also counts the failure for ``/metrics``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from sqlmodel import Session
 
 from lsm.compiler.queue import Batch
 from lsm.errors import NotFound
+from lsm.gc_pause import gc_paused
 from lsm.inventory import metric_counters
 from lsm.inventory.export_failures import Waiting, waiting_on_export
-from lsm.orchestration import EnvironmentContext, ExportFailed, Orchestrator
+from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
@@ -89,12 +90,14 @@ class ExportFailures:
                 exc_info=True,
             )
             return None
-        waiting = [w for w in self._waiting(session, batch) if _exports(ctx, w)]
-        if not waiting:
-            return None
-        message = describe(leader.id, error)
-        commands = [ExportFailed(w.id, w.desired_state_version, leader.id, message) for w in waiting]
-        return self.orchestrator.execute_in(session, ctx, list(commands))
+        with gc_paused():  # thousands of rows and lines, no cycles: as a compile (lsm.gc_pause)
+            exports = _Exports(ctx)
+            waiting = [w for w in self._waiting(session, batch) if exports(w)]
+            if not waiting:
+                return None
+            return self.orchestrator.fail_exports(
+                session, ctx, waiting, compile_id=leader.id, message=describe(leader.id, error)
+            )
 
     def _waiting(self, session: Session, batch: Batch) -> list[Waiting]:
         """The instances the batch was to export: every one for a full compile (or a partial one
@@ -109,11 +112,24 @@ class ExportFailures:
         return list(found.values())
 
 
-def _exports(ctx: EnvironmentContext, waiting: Waiting) -> bool:
-    """Whether the instance's state exports (only those wait on an export); an entity the model
-    no longer binds is left alone."""
-    try:
-        lifecycle = ctx.lifecycle(ctx.binding(waiting.entity))
-        return lifecycle.has_state(waiting.state) and lifecycle.state(waiting.state).export_resources
-    except NotFound:
-        return False
+class _Exports:
+    """Whether an instance's state exports (only those wait on an export), asked once per entity
+    and state; an entity the model no longer binds is left alone."""
+
+    def __init__(self, ctx: EnvironmentContext) -> None:
+        self.ctx = ctx
+        self.known: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, waiting: Waiting) -> bool:
+        key = (waiting.entity, waiting.state)
+        found = self.known.get(key)
+        if found is None:
+            found = self.known[key] = self._exports(*key)
+        return found
+
+    def _exports(self, entity: str, state: str) -> bool:
+        try:
+            lifecycle = self.ctx.lifecycle(self.ctx.binding(entity))
+        except NotFound:
+            return False
+        return lifecycle.has_state(state) and lifecycle.state(state).export_resources

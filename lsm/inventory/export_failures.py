@@ -13,11 +13,12 @@ are the ones nothing else would ever move on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, false, or_
+from sqlalchemy import and_, bindparam, false, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
@@ -41,13 +42,14 @@ class Waiting:
     entity: str
     state: str
     desired_state_version: int
+    version: int
 
 
 def _waiting_query() -> Any:
     """Live instances of an environment with a desired state and no record of it exported."""
     joined = _i.outerjoin(_r, and_(_r.c.env_id == _i.c.env_id, _r.c.instance_id == _i.c.id))
     return (
-        sa_select(_i.c.id, _i.c.entity, _i.c.state, _i.c.desired_state_version)
+        sa_select(_i.c.id, _i.c.entity, _i.c.state, _i.c.desired_state_version, _i.c.version)
         .select_from(joined)
         .where(
             _i.c.env_id == bindparam("b_env"),
@@ -78,6 +80,50 @@ def waiting_on_export(session: Session, env_id: str, instance_ids: Sequence[str]
         params = {"b_env": env_id, "b_ids": ids[start : start + CHUNK]}
         found.extend(Waiting(*row) for row in conn.execute(_WAITING_AMONG, params))
     return found
+
+
+def lock_versions(session: Session, env_id: str, ids: Sequence[str]) -> dict[str, tuple[str, int, bool]]:
+    """Lock ``ids`` (``FOR UPDATE`` on PostgreSQL, in id order so that two writers of the same
+    rows queue instead of deadlocking; SQLite's write transaction holds them already) and read
+    ``(state, version, deleted)`` of each, a statement per chunk; unknown ids are left out."""
+    found: dict[str, tuple[str, int, bool]] = {}
+    ordered = sorted(set(ids))
+    conn = session.connection()
+    for start in range(0, len(ordered), CHUNK):
+        params = {"b_env": env_id, "b_ids": ordered[start : start + CHUNK]}
+        for row_id, state, version, deleted in conn.execute(_LOCK_VERSIONS, params):
+            found[row_id] = (state, version, bool(deleted))
+    return found
+
+
+_LOCK_VERSIONS = (
+    sa_select(_i.c.id, _i.c.state, _i.c.version, _i.c.deleted)
+    .where(_i.c.env_id == bindparam("b_env"), _i.c.id.in_(bindparam("b_ids", expanding=True)))
+    .order_by(_i.c.id)
+    .with_for_update()
+)
+
+#: a lifecycle step that moves only the state (no attribute set, no desired state), of many
+#: instances at once: their versions were checked under the row lock
+_MOVE = (
+    update(_i)
+    .where(_i.c.id.in_(bindparam("b_ids", expanding=True)))
+    .values(state=bindparam("b_state"), version=_i.c.version + 1, last_updated=bindparam("b_now"))
+)
+
+
+def move_states(session: Session, moves: Mapping[str, Sequence[str]], now: datetime) -> None:
+    """Move instances to a new state, ``{state: [instance ids]}`` (locked, at the versions the
+    caller checked), their versions bumped by one: one statement per chunk of ids.
+
+    Its one caller is the orchestration (``lsm.orchestration.export_failed``), which stays the
+    one place that changes an instance's state."""
+    conn = session.connection()
+    for state, ids in sorted(moves.items()):
+        ordered = sorted(ids)
+        for start in range(0, len(ordered), CHUNK):
+            params = {"b_ids": ordered[start : start + CHUNK], "b_state": state, "b_now": now}
+            conn.execute(_MOVE, params)
 
 
 def followers(session: Session, leader_id: str) -> list[CompileRow]:

@@ -145,7 +145,9 @@ class LifecycleMachine:
         self._auto = {t.source: t for t in spec.transfers if t.trigger == "auto"}
         self._updatable = {t.source for t in spec.transfers if t.trigger == "on_update"}
         self._deletable = {t.source for t in spec.transfers if t.trigger == "on_delete"}
-        self._export_failing = {t.source for t in spec.transfers if t.trigger == EXPORT_FAILED}
+        self._export_failed = {
+            t.source: _make_step(spec, t, True) for t in spec.transfers if t.trigger == EXPORT_FAILED
+        }
 
     @property
     def name(self) -> str:
@@ -202,7 +204,14 @@ class LifecycleMachine:
     def has_export_failed(self, state: str) -> bool:
         """Whether ``state`` has a transfer for a failed export (else the failure is only logged)."""
         self._known_state(state)
-        return state in self._export_failing
+        return state in self._export_failed
+
+    def export_failed_step(self, state: str) -> Step | None:
+        """The step of a failed export in ``state`` (``step(state, "export_failed",
+        success=False)``), or None without such a transfer. A lookup of the step computed when
+        the machine was built: a failed full compile asks it for thousands of instances."""
+        self._known_state(state)
+        return self._export_failed.get(state)
 
     def initial_state(self, requested: str | None = None) -> str:
         """The state a new instance starts in: the initial one or a requested alternative."""

@@ -1,7 +1,8 @@
 """The ONE place that changes an instance's state.
 
 Every transfer (create, on_update, on_delete, api_set_state, auto, validation outcome, resource
-based, expert force) goes through ``Orchestrator.execute``, which in one database transaction:
+based, failed export, expert force) goes through ``Orchestrator.execute``, which in one database
+transaction:
 
 1. locks the instance row (``SELECT ... FOR UPDATE``; SQLite's write transaction is
    ``BEGIN IMMEDIATE``) and checks ``current_version`` (409 on mismatch);
@@ -19,7 +20,8 @@ with the request id of the change that caused them: a crash can not separate a s
 automatic follow-up. (When a follow-up is refused, the change commits alone and the follow-ups
 fire after it, each in its own transaction.) After the commit, listeners (the compile worker)
 are told that requests are waiting. Nothing else in the code base writes
-``InstanceRow.state``.
+``InstanceRow.state`` (but ``lsm.orchestration.export_failed``, the bulk form of a failed export
+that ``fail_exports`` runs, with the same checks).
 
 The same steps may first be worked out on a read snapshot (``planning``: a group-commit item,
 an ``execute_many`` of commands by id), keeping the version of every instance row read; the
@@ -34,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +66,7 @@ from lsm.inventory.compile_requests import (
 )
 from lsm.inventory.database import Database
 from lsm.inventory.discovery_store import claim_adoption
+from lsm.inventory.export_failures import Waiting
 from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.lifecycle import (
     EXPORT_FAILED,
@@ -89,6 +92,7 @@ from lsm.orchestration.commands import (
     ValidationOutcome,
 )
 from lsm.orchestration.context import EnvironmentContext
+from lsm.orchestration.export_failed import sort_waiting, write_simple
 from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit, NeedsLock, Planned, defer_insert
 from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
@@ -277,6 +281,36 @@ class Orchestrator:
             if more:
                 self.notify(ctx.env_id)
             self._changed(ctx.env_id)
+
+        return after_commit
+
+    def fail_exports(
+        self,
+        session: Session,
+        ctx: EnvironmentContext,
+        waiting: Sequence[Waiting],
+        *,
+        compile_id: str,
+        message: str,
+        origin: Origin | None = None,
+    ) -> Callable[[], None]:
+        """``ExportFailed`` for every instance of ``waiting`` (the instances a failed exporting
+        compile was to export, as read in ``session``), inside that open write transaction:
+        in bulk where the lifecycle's ``export_failed`` transfer only changes the state, through
+        ``execute_in`` otherwise (``lsm.orchestration.export_failed``). What to run once the
+        transaction committed is returned."""
+        origin = origin or SYSTEM
+        found = sort_waiting(ctx, waiting, compile_id, message)
+        written = write_simple(
+            session, ctx, found.simple, compile_id=compile_id, message=message, origin=origin, now=utcnow()
+        )
+        rest = self.execute_in(session, ctx, list(found.commands), origin=origin) if found.commands else None
+
+        def after_commit() -> None:
+            if rest is not None:
+                rest()
+            elif written:
+                self._changed(ctx.env_id)
 
         return after_commit
 
