@@ -5,6 +5,7 @@ state without an ``export_failed`` transfer logs the failure and stays. Both bac
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -107,3 +108,47 @@ def test_a_failed_full_compile_moves_every_waiting_instance_and_logs_the_rest(
         assert f"exporting compile {failed.id} failed: model_error" in line
     assert failure_lines(engine, LOCAL, "claim", exported) == []
     assert inventory.get_instance(LOCAL, "claim", exported).state == "creating"
+
+
+FAILING_OVER_MODEL = """
+from collections.abc import Iterator
+
+import lsm
+
+
+class Gizmo(lsm.ServiceEntity):
+    name: str
+
+
+gizmo = lsm.Binding(Gizmo, lifecycle="failing_over", identity="name")
+
+
+class Cog(lsm.Resource, type="test::Cog", id_attribute="name"):
+    name: str
+
+
+@lsm.implementation(gizmo)
+def cogs(g: lsm.Service[Gizmo]) -> Iterator[lsm.Resource]:
+    if g.name.startswith("bad"):
+        raise ValueError(f"gizmo {g.name} is bad")
+    yield Cog(agent="a", name=g.name)
+"""
+
+
+def test_a_failure_transfer_with_an_operation_and_an_auto_follow_up_takes_the_general_path(
+    engine_factory: Callable[..., ApiRuntime], tmp_path: Path
+) -> None:
+    model = tmp_path / "gizmos.py"
+    model.write_text(FAILING_OVER_MODEL)
+    engine = engine_factory(str(model))
+    (bad,) = engine.facades.inventory.import_instances(LOCAL, "gizmo", "start", [{"name": "bad1"}])
+    failed = engine.facades.compiles.request_compile(LOCAL, kind="full")
+    engine.processing.drain()
+    instance = engine.facades.inventory.get_instance(LOCAL, "gizmo", bad)
+    assert instance.state == "parked" and instance.active_attributes is None  # cleared on the way
+    steps = [
+        (e.source, e.target, e.trigger, e.compile_id)
+        for e in engine.facades.inventory.instance_log(LOCAL, "gizmo", bad)
+        if e.trigger != "import"
+    ]
+    assert steps == [("start", "broken", "export_failed", failed.id), ("broken", "parked", "auto", None)]
