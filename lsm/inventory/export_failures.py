@@ -13,7 +13,7 @@ are the ones nothing else would ever move on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,14 +45,17 @@ class Waiting:
     version: int
 
 
-def _waiting_query() -> Any:
-    """Live instances of an environment with a desired state and no record of it exported."""
+def _waiting_query(*, among: bool) -> Any:
+    """Live instances with a desired state and no record of it exported: of an environment, or
+    among given ids (by id alone, the environment checked on the rows: see ``repository.ids_in``,
+    a planner walks another index for ``env_id = ? AND id IN (...)``)."""
     joined = _i.outerjoin(_r, and_(_r.c.env_id == _i.c.env_id, _r.c.instance_id == _i.c.id))
+    scope = _i.c.id.in_(bindparam("b_ids", expanding=True)) if among else _i.c.env_id == bindparam("b_env")
     return (
-        sa_select(_i.c.id, _i.c.entity, _i.c.state, _i.c.desired_state_version, _i.c.version)
+        sa_select(_i.c.env_id, _i.c.id, _i.c.entity, _i.c.state, _i.c.desired_state_version, _i.c.version)
         .select_from(joined)
         .where(
-            _i.c.env_id == bindparam("b_env"),
+            scope,
             _i.c.deleted == false(),
             _i.c.desired_state_version > 0,
             or_(
@@ -63,8 +66,8 @@ def _waiting_query() -> Any:
     )
 
 
-_WAITING = _waiting_query()
-_WAITING_AMONG = _WAITING.where(_i.c.id.in_(bindparam("b_ids", expanding=True)))
+_WAITING = _waiting_query(among=False)
+_WAITING_AMONG = _waiting_query(among=True)
 
 
 def waiting_on_export(session: Session, env_id: str, instance_ids: Sequence[str] | None) -> list[Waiting]:
@@ -72,13 +75,12 @@ def waiting_on_export(session: Session, env_id: str, instance_ids: Sequence[str]
     compile's requested ids; chunked ``IN`` reads), or all of them (``None``: a full compile)."""
     conn = session.connection()
     if instance_ids is None:
-        rows: Iterator[Any] = iter(conn.execute(_WAITING, {"b_env": env_id}))
-        return [Waiting(*row) for row in rows]
+        return [Waiting(*row[1:]) for row in conn.execute(_WAITING, {"b_env": env_id})]
     ids = sorted(set(instance_ids))
     found: list[Waiting] = []
     for start in range(0, len(ids), CHUNK):
-        params = {"b_env": env_id, "b_ids": ids[start : start + CHUNK]}
-        found.extend(Waiting(*row) for row in conn.execute(_WAITING_AMONG, params))
+        rows = conn.execute(_WAITING_AMONG, {"b_ids": ids[start : start + CHUNK]})
+        found.extend(Waiting(*row[1:]) for row in rows if row[0] == env_id)
     return found
 
 
@@ -90,15 +92,17 @@ def lock_versions(session: Session, env_id: str, ids: Sequence[str]) -> dict[str
     ordered = sorted(set(ids))
     conn = session.connection()
     for start in range(0, len(ordered), CHUNK):
-        params = {"b_env": env_id, "b_ids": ordered[start : start + CHUNK]}
-        for row_id, state, version, deleted in conn.execute(_LOCK_VERSIONS, params):
-            found[row_id] = (state, version, bool(deleted))
+        rows = conn.execute(_LOCK_VERSIONS, {"b_ids": ordered[start : start + CHUNK]})
+        for row_env, row_id, state, version, deleted in rows:
+            if row_env == env_id:
+                found[row_id] = (state, version, bool(deleted))
     return found
 
 
+#: by id alone, the environment checked on the rows (``repository.ids_in`` says why)
 _LOCK_VERSIONS = (
-    sa_select(_i.c.id, _i.c.state, _i.c.version, _i.c.deleted)
-    .where(_i.c.env_id == bindparam("b_env"), _i.c.id.in_(bindparam("b_ids", expanding=True)))
+    sa_select(_i.c.env_id, _i.c.id, _i.c.state, _i.c.version, _i.c.deleted)
+    .where(_i.c.id.in_(bindparam("b_ids", expanding=True)))
     .order_by(_i.c.id)
     .with_for_update()
 )
