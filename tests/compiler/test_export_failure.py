@@ -186,3 +186,32 @@ def test_retry_refuses_unknown_running_successful_and_validation_compiles(engine
     with pytest.raises(Conflict) as refused:
         engine.facades.compiles.retry_compile(LOCAL, validation.id)
     assert refused.value.details["kind"] == "validation"
+
+
+def test_a_failed_update_export_goes_up_with_the_update_once_a_retry_exports_it(engine: ApiRuntime) -> None:
+    mover = create(engine, "mover", "/srv/m")
+    reach(engine, mover, "up")
+    claims.BROKEN.add("mover")
+    update(engine, mover, path="/srv/n")
+    reach(engine, mover, "update_failed")
+    line = failure_line(engine, mover)
+    assert (line.source, line.target) == ("update_inprogress", "update_failed")
+    assert claims.SLOTS == {"/srv/m": "mover"}  # the update was never exported
+    claims.BROKEN.clear()
+    assert line.compile_id is not None
+    engine.facades.compiles.retry_compile(LOCAL, line.compile_id)
+    reach(engine, mover, "up")  # update_failed -> up by its resource-based transfer
+    assert claims.SLOTS["/srv/n"] == "mover"  # the update's slot is deployed
+
+
+def test_any_later_export_of_the_tree_moves_a_failed_instance_on_without_a_retry(engine: ApiRuntime) -> None:
+    holder = create(engine, "holder", "/srv/a")
+    reach(engine, holder, "up")
+    late = create(engine, "late", "/srv/a")
+    reach(engine, late, "failed")
+    delete(engine, holder)
+    reach(engine, holder, "terminated")
+    assert state(engine, late) == "failed"  # the holder's own export did not cover late's tree
+    engine.facades.compiles.request_compile(LOCAL, kind="full")
+    reach(engine, late, "up")
+    assert claims.SLOTS == {"/srv/a": "late"}
