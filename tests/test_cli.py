@@ -410,3 +410,31 @@ def test_compile_wait_follows_the_stream_and_a_failed_compile_exits_1(tmp_path: 
 
     assert result.exit_code == 1, result.output
     assert "failed" in result.stdout
+
+
+def test_compile_retry_queues_a_failed_export_again_and_refuses_a_bad_id(tmp_path: Path) -> None:
+    runner = CliRunner()
+    database = f"sqlite:///{tmp_path / 'lsm.db'}"
+    with running_engine("tests.models.fragile", database) as engine, served_url(engine) as base:
+        ctx = RequestContext.local()
+        (widget,) = engine.facades.inventory.import_instances(
+            ctx, "widget", "creating", [{"name": "w1", "explode": True}]
+        )
+        first = runner.invoke(app, ["compile", "--full", "--wait", "--json", "--url", base])
+        failed = json.loads(first.stdout)
+        again = runner.invoke(app, ["compile", "--retry", failed["id"], "--wait", "--json", "--url", base])
+        unknown = runner.invoke(
+            app, ["compile", "--retry", "00000000-0000-0000-0000-000000000000", "--url", base]
+        )
+        mixed = runner.invoke(app, ["compile", "--retry", failed["id"], "--full", "--url", base])
+        state = engine.facades.inventory.get_instance(ctx, "widget", widget).state
+
+    assert first.exit_code == 1 and failed["status"] == "failed"
+    assert again.exit_code == 1, again.output  # still exploding: failed again
+    retried = json.loads(again.stdout)
+    assert (
+        retried["id"] != failed["id"] and retried["reason"] == f"retry of the failed compile {failed['id']}"
+    )
+    assert unknown.exit_code == 1 and "unknown compile" in unknown.output
+    assert mixed.exit_code == 2 and "--retry" in mixed.output
+    assert state == "failed"

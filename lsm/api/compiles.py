@@ -97,6 +97,17 @@ def get_compile(compile_id: Id, request: Request, facades: FacadesDep, ctx: Cont
     return shown(request, facades.compiles.get_compile(ctx, compile_id))
 
 
+@router.post("/{compile_id}/retry", responses=errors(*CHANGE))
+def retry_compile(compile_id: Id, request: Request, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
+    """Queue a failed exporting compile again (the same kind, ids, entities and selector); the
+    new request. 404 for an unknown compile, 409 for a validation compile or one that did not fail.
+
+    Once the retry exports, the instances its failure moved on (``failed``, ``update_failed``,
+    ``delete_failed``) go on when their resources are deployed.
+    """
+    return shown(request, facades.compiles.retry_compile(ctx, compile_id))
+
+
 def shown(request: Request, compile_out: CompileOut) -> CompileOut:
     """The compile as this caller may see it (``lsm.api.disclosure``)."""
     if shows_details(request):

@@ -884,11 +884,20 @@ def compile_(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show what a partial compile would select and why; run nothing.")
     ] = False,
+    retry: Annotated[
+        str | None,
+        typer.Option(
+            "--retry", metavar="ID", help="Queue this failed exporting compile again (same selection)."
+        ),
+    ] = None,
     url: Url = DEFAULT_URL,
     environment: Environment = None,
     as_json: AsJson = False,
 ) -> None:
-    """Request a compile: full, or partial for instances (--id) and entities (--entity)."""
+    """Request a compile: full, or partial for instances (--id) and entities (--entity); or
+    retry a failed one (--retry ID) once its cause is gone."""
+    if retry is not None and (full or entity or instance_id or exclude or selector or explain or complete):
+        raise typer.BadParameter("--retry repeats the failed compile's own selection", param_hint="--retry")
     if full and (entity or instance_id):
         raise typer.BadParameter(
             "--full compiles everything; leave out --entity and --id", param_hint="--full"
@@ -933,6 +942,8 @@ def compile_(
 
     def request(client: Client) -> dict[str, Any]:
         def ask() -> dict[str, Any]:
+            if retry is not None:
+                return client.retry_compile(retry)
             return client.request_compile(
                 kind=kind,
                 instance_ids=instance_id,

@@ -311,6 +311,12 @@ class Routes(ABC, Generic[ObjT, ListT]):
         """One compile report."""
         return self._one(Request("GET", f"/api/v1/compiles/{_seg(compile_id)}"))
 
+    def retry_compile(self, compile_id: str) -> ObjT:
+        """Queue a failed exporting compile again (same kind, ids, entities, selector); the new
+        request. ``NotFound`` for an unknown compile, ``Conflict`` for one that did not fail or
+        a validation compile."""
+        return self._one(Request("POST", f"/api/v1/compiles/{_seg(compile_id)}/retry"))
+
     # -- desired state -------------------------------------------------------------------------------
     def desired_states(self, *, limit: int = 50, offset: int = 0) -> ListT:
         """Desired-state versions, newest first."""

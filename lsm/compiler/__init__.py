@@ -1,6 +1,7 @@
 """Compiles as durable jobs: the queue, per-environment locks, the runner, batched validations,
 and the compile queue as a work source for the service loop (``lsm.services``)."""
 
+from lsm.compiler.export_failure import ExportFailures
 from lsm.compiler.locks import EnvironmentLocks
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
@@ -13,6 +14,7 @@ __all__ = [
     "CompileRunner",
     "CompileService",
     "EnvironmentLocks",
+    "ExportFailures",
     "LeaseLost",
     "ValidationBatches",
 ]

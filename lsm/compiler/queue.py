@@ -26,7 +26,9 @@ worker renews while it runs, and counts ``attempts``: a request whose worker die
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,6 +41,13 @@ from lsm.inventory.batches import aware
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind, CompileStatus
+
+log = logging.getLogger(__name__)
+
+#: what the queue calls in the transaction that records an exporting request as failed (its
+#: batch and report); it returns what to run once that transaction committed
+#: (``lsm.compiler.export_failure.ExportFailures.record``)
+ExportFailedHook = Callable[[Session, "Batch", dict[str, Any]], Callable[[], None] | None]
 
 
 class LeaseLost(Exception):
@@ -83,6 +92,8 @@ class CompileQueue:
         self.db = db
         self.lease_ttl = lease_ttl
         self.max_attempts = max_attempts
+        #: told of every failed exporting request (set by the wiring; see ``ExportFailedHook``)
+        self.export_failed: ExportFailedHook | None = None
 
     def new_owner(self, worker: str) -> str:
         """A lease token for one claim: the worker's name and a nonce (see ``LeaseLost``)."""
@@ -98,28 +109,46 @@ class CompileQueue:
     ) -> Batch | None:
         """The next exporting batch of ``env_id`` (call with the environment's compile lock held)."""
         now = utcnow()
+        after: list[Callable[[], None]] = []
         with self.db.write() as session:
+            batch = self._claim_exporting(session, env_id, owner, batched, backoff, now, after)
+        for step in after:  # the failures of what was taken over are committed: their follow-ups
+            step()
+        return batch
+
+    def _claim_exporting(
+        self,
+        session: Session,
+        env_id: str,
+        owner: str,
+        batched: bool,
+        backoff: float,
+        now: datetime,
+        after: list[Callable[[], None]],
+    ) -> Batch | None:
+        """``claim_exporting`` in its transaction; the after-commit steps of failed take-overs
+        go to ``after``."""
+        state = sql.exporting_state(session, env_id, every=batched)
+        if state.running:
+            self._take_over(session, state.running, now, after)
+            # what was taken over is queued again (or failed): read what is queued now
             state = sql.exporting_state(session, env_id, every=batched)
-            if state.running:
-                self._take_over(session, state.running, now)
-                # what was taken over is queued again (or failed): read what is queued now
-                state = sql.exporting_state(session, env_id, every=batched)
-            if not state.queued:
-                return None
-            leader = state.queued[0]
-            if _too_recent(leader.created_at, now, backoff):
-                return None  # exporting requests wait out the back-off to gather more
-            full = leader if leader.kind is CompileKind.FULL else state.first_full
-            if full is not None:
-                leader = full
-                queued = state.queued if batched else sql.exporting_state(session, env_id, every=True).queued
-                ids = [q.id for q in queued]
-            elif batched:
-                ids = [q.id for q in state.queued]
-            else:
-                ids = [leader.id]
-            rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
-            return Batch(leader=rows[leader.id], merged=[rows[i] for i in ids if i != leader.id], owner=owner)
+        if not state.queued:
+            return None
+        leader = state.queued[0]
+        if _too_recent(leader.created_at, now, backoff):
+            return None  # exporting requests wait out the back-off to gather more
+        full = leader if leader.kind is CompileKind.FULL else state.first_full
+        if full is not None:
+            leader = full
+            queued = state.queued if batched else sql.exporting_state(session, env_id, every=True).queued
+            ids = [q.id for q in queued]
+        elif batched:
+            ids = [q.id for q in state.queued]
+        else:
+            ids = [leader.id]
+        rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now, leader=leader.id)
+        return Batch(leader=rows[leader.id], merged=[rows[i] for i in ids if i != leader.id], owner=owner)
 
     def claim_validations(
         self, env_id: str, owner: str, *, limit: int, session: Session | None = None
@@ -139,30 +168,45 @@ class CompileQueue:
         rows = sql.claim(session, ids, owner=owner, expires=self._expiry(now), now=now)
         return [Batch(leader=rows[i], owner=owner) for i in ids]
 
-    def _take_over(self, session: Session, held: list[tuple[str, int]], now: datetime) -> None:
-        """Requests whose worker died: back to the queue, or failed once they killed too many."""
+    def _take_over(
+        self,
+        session: Session,
+        held: list[tuple[str, int]],
+        now: datetime,
+        after: list[Callable[[], None]] | None = None,
+    ) -> None:
+        """Requests whose worker died: back to the queue, or failed once they killed too many
+        (an exporting one is written on its instances: ``export_failed``, whose after-commit
+        steps go to ``after``)."""
         dead = [i for i, attempts in held if attempts >= self.max_attempts]
         sql.release(session, [i for i, attempts in held if attempts < self.max_attempts])
         for row_id, kind, env_id in sql.kinds(session, dead):
+            report = {
+                "error": {
+                    "error": "worker_died",
+                    "message": f"the worker running this compile stopped {self.max_attempts} times "
+                    "before it finished (killed, or crashed by the model); it is not tried again",
+                }
+            }
             failed = sql.finish(
                 session,
                 row_id,
                 owner=None,
                 status=CompileStatus.FAILED,
                 now=now,
-                report={
-                    "error": {
-                        "error": "worker_died",
-                        "message": f"the worker running this compile stopped {self.max_attempts} times "
-                        "before it finished (killed, or crashed by the model); it is not tried again",
-                    }
-                },
+                report=report,
                 desired_state_version=None,
             )
             if failed:
                 metric_counters.count_compile(
                     session.connection(), env_id, kind, CompileStatus.FAILED.value, None
                 )
+            if failed and kind != CompileKind.VALIDATION.value:
+                row = session.get(CompileRow, row_id)
+                if row is not None:
+                    step = self._export_failed(session, Batch(leader=row), report)
+                    if step is not None and after is not None:
+                        after.append(step)
 
     # -- while running ---------------------------------------------------------------------------
     def renew(self, batches: list[Batch]) -> list[Batch]:
@@ -194,22 +238,28 @@ class CompileQueue:
         report: dict[str, Any],
         desired_state_version: int | None = None,
         session: Session | None = None,
-    ) -> None:
+    ) -> Callable[[], None] | None:
         """Record the outcome on every request of the batch (in ``session`` when given).
+
+        A failed exporting batch is written on the instances that waited on it in the same
+        transaction (``export_failed``): what to run once ``session`` committed is returned
+        (without ``session``, it is run here after the commit).
 
         Raises ``LeaseLost`` (and so rolls back ``session``) when the batch's lease is no
         longer this worker's.
         """
         if session is None:
             with self.db.write() as own:
-                self.finish(
+                after = self.finish(
                     batch,
                     status=status,
                     report=report,
                     desired_state_version=desired_state_version,
                     session=own,
                 )
-            return
+            if after is not None:
+                after()
+            return None
         now = utcnow()
         status = CompileStatus(status)
         body = {**report, "worker": worker_of(batch.owner)} if batch.owner else report
@@ -238,6 +288,23 @@ class CompileQueue:
         metric_counters.count_compile(
             session.connection(), batch.leader.env_id, batch.kind.value, status.value, report.get("timings")
         )
+        if status is CompileStatus.FAILED and batch.kind is not CompileKind.VALIDATION:
+            return self._export_failed(session, batch, body)
+        return None
+
+    def _export_failed(
+        self, session: Session, batch: Batch, report: dict[str, Any]
+    ) -> Callable[[], None] | None:
+        """Tell the hook of a failed exporting batch, under a savepoint: whatever goes wrong in
+        it, the failure itself is still recorded (and the hook's error logged)."""
+        if self.export_failed is None:
+            return None
+        try:
+            with session.begin_nested():
+                return self.export_failed(session, batch, report)
+        except Exception:
+            log.exception("compile %s: its failure could not be written on its instances", batch.leader.id)
+            return None
 
     def finish_many(
         self, outcomes: list[tuple[Batch, str, dict[str, Any]]], *, session: Session | None = None

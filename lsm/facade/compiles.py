@@ -11,11 +11,12 @@ import asyncio
 import time
 from typing import Any
 
-from lsm.errors import InvalidInput
+from lsm.errors import Conflict, InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import CompileOrder, enqueue
+from lsm.inventory.export_failures import followers, retry_order
 from lsm.inventory.views import compile_out
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
@@ -75,6 +76,39 @@ class CompilesFacade:
         if wait:
             return self.wait_for_compile(ctx.in_environment(env.env_id), row.id, timeout=timeout)
         return compile_out(row)
+
+    def retry_compile(self, ctx: RequestContext, compile_id: str) -> CompileOut:
+        """Queue again what a failed exporting compile asked for: the same kind, ids, entities,
+        selector and exclusions, as one request (a merged request retries the compile it was
+        merged into, with everything merged there). Once it exports, the instances the failure
+        moved (``failed``, ``update_failed``, ``delete_failed``) go on by their deploy.
+
+        404 for an unknown compile; 409 for a validation compile (its instance's transfer asks
+        again) or a compile that did not fail."""
+        env = self.core.environments.context(ctx.environment)
+        with self.core.db.write() as session:
+            row = repo.get_compile(session, env.env_id, compile_id)
+            leader = repo.get_compile(session, env.env_id, row.merged_into) if row.merged_into else row
+            if leader.kind == CompileKind.VALIDATION.value:
+                raise Conflict(
+                    f"compile {compile_id} is a validation compile: only an exporting compile can be "
+                    "retried (update the instance, or set its state, to validate it again)",
+                    compile=compile_id,
+                    kind=leader.kind,
+                )
+            if leader.status != CompileStatus.FAILED.value:
+                raise Conflict(
+                    f"compile {compile_id} is {leader.status}, not failed: "
+                    "only a failed compile can be retried",
+                    compile=compile_id,
+                    status=leader.status,
+                )
+            order = retry_order(
+                [leader, *followers(session, leader.id)], actor=ctx.actor, request_id=ctx.request_id
+            )
+            queued = enqueue(session, order)
+        self.core.orchestrator.notify(env.env_id)
+        return compile_out(queued)
 
     def wait_for_compile(
         self, ctx: RequestContext, compile_id: str, *, timeout: float = MAX_COMPILE_WAIT

@@ -5,15 +5,20 @@ tells the story, the others stay in the diagnosis' plain fields:
 
 1. ``failed_validation`` — the last thing that happened to the instance is a failed validation
    compile: its model error, at the model's ``file:line`` (``error.location`` of the report).
-2. resources — the instance's resources in the desired state it is at: a resource that failed
+2. ``failed_export`` — the last thing that happened to the instance is a failed exporting
+   compile (an ``export_failed`` line; its state may have moved to the lifecycle's failure
+   state): the compile, its error kind, export rule, resources and sets, and what to do (fix,
+   then retry). Not once its desired state was exported since, nor while a newer compile that
+   concerns it is queued (rule 4 says what that waits for).
+3. resources — the instance's resources in the desired state it is at: a resource that failed
    (``failed_resource``, with 'retry 2 of 3 at 12:03' while the engine still retries), a skipped
    one (``skipped_dependency`` links down its ``requires``, across agents, to the failed root),
    one that is deploying or waiting for an agent (``deploying``) whose agent lease is stale
    (``stale_lock``).
-3. ``pending_compile`` — a queued or running compile concerns the instance; what it waits for
+4. ``pending_compile`` — a queued or running compile concerns the instance; what it waits for
    (another exporting compile: 'queued behind the full compile F, running since ...'), and a
    compile lease whose worker stopped its heartbeat or died (``stale_lock``).
-4. ``in_transition`` when the state moves on by itself (``auto``/resource transfers), else
+5. ``in_transition`` when the state moves on by itself (``auto``/resource transfers), else
    ``none``.
 
 Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides.
@@ -34,6 +39,7 @@ from lsm.inventory import deploy_queries, diagnosis_queries
 from lsm.inventory.batches import aware
 from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
+from lsm.lifecycle import EXPORT_FAILED
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
 from lsm.services.leases import process_gone
@@ -80,7 +86,7 @@ class Diagnosis:
         self.now = aware(now or utcnow())
 
     def chain(self) -> list[Cause]:
-        for rule in (self._validation, self._resources, self._compile):
+        for rule in (self._validation, self._failed_export, self._resources, self._compile):
             found = rule()
             if found:
                 return found
@@ -133,11 +139,52 @@ class Diagnosis:
             )
         ]
 
-    # -- 2. resources -------------------------------------------------------------------------------
-    def _resources(self) -> list[Cause]:
-        record, rows, planned = self.s.deploy or deploy_queries.instance_deploy_state(
-            self.session, self.s.env_id, self.s.instance.id
+    # -- 2. a failed export -------------------------------------------------------------------------
+    def _failed_export(self) -> list[Cause]:
+        line = self.s.events[-1] if self.s.events else None
+        if line is None or line.trigger != EXPORT_FAILED or line.compile_id is None:
+            return []
+        pending = self.s.pending
+        if pending is not None and aware(pending.created_at) > aware(line.created_at):
+            return []  # a retry or a later export is on its way: what it waits for is told below
+        record = (self.s.deploy or self._deploy_state())[0]
+        if (
+            record is not None
+            and record.instance_desired_state_version == self.s.instance.desired_state_version
+        ):
+            return []  # exported since: its deploy tells the rest
+        row = diagnosis_queries.compile_row(self.session, line.compile_id)
+        error = dict(((row.report if row is not None else None) or {}).get("error") or {})
+        kind, rule = error.get("error"), error.get("rule")
+        what = f"{kind} (rule {rule})" if rule is not None else str(kind)
+        todo = (
+            f"fix the named instance or model, then retry the compile (`lsm compile --retry "
+            f"{line.compile_id}`); any later export of its tree moves it on too"
         )
+        message = (
+            f"exporting compile {line.compile_id} failed: {what}: {error.get('message', 'no report')}; {todo}"
+        )
+        return [
+            self._cause(
+                "failed_export",
+                message,
+                "compile",
+                line.compile_id,
+                row.finished_at if row is not None else line.created_at,
+                error=kind,
+                rule=rule,
+                resources=error.get("resources") or [],
+                sets=error.get("sets") or [],
+                todo=todo,
+            )
+        ]
+
+    def _deploy_state(self) -> DeployState:
+        return deploy_queries.instance_deploy_state(self.session, self.s.env_id, self.s.instance.id)
+
+    # -- 3. resources -------------------------------------------------------------------------------
+    def _resources(self) -> list[Cause]:
+        record, rows, planned = self.s.deploy or self._deploy_state()
         if record is None or not planned:
             return []
         mine = [rows[rid] for rid in record.resource_ids if rid in rows]
@@ -255,7 +302,7 @@ class Diagnosis:
             "stale_lock", message, "lock", lease.name, expires, holder=lease.owner, info=lease.info or {}
         )
 
-    # -- 3. compiles ------------------------------------------------------------------------------
+    # -- 4. compiles ------------------------------------------------------------------------------
     def _compile(self) -> list[Cause]:
         pending = self.s.pending
         if pending is None:

@@ -182,6 +182,7 @@ class EventsFacade:
                 actor=event.actor,
                 request_id=event.request_id,
                 time=event.created_at,
+                message=event.message,
             )
             state_items.append(
                 _Pending(_naive(event.created_at), 0, INSTANCE_STATE, data, {"event_id": event.id})

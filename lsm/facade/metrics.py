@@ -75,6 +75,14 @@ class SnapshotCollector(Collector):
         for env_id, kind, status, count in found.compiles:
             compiles.add_metric([self.env(env_id), kind, status], count)
         yield compiles
+        failed_exports = CounterMetricFamily(
+            "lsm_failed_exports",
+            "Exporting compiles that failed, by error kind (written on the instances that waited on them).",
+            labels=["environment", "error"],
+        )
+        for env_id, error, count in found.failed_exports:
+            failed_exports.add_metric([self.env(env_id), error], count)
+        yield failed_exports
         stages = SummaryMetricFamily(
             "lsm_compile_stage_seconds",
             "Time compiles spent per stage (stage 'total': the whole compile).",

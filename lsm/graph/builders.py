@@ -40,7 +40,10 @@ TRIGGER_COLOURS: dict[str, str] = {
     "on_delete": "darkorange",
     "resource_based": "green",
     "validate": "teal",
+    "export_failed": "firebrick",
 }
+#: Triggers whose transfer is itself an error outcome: drawn dashed like the error edges.
+ERROR_TRIGGERS = frozenset({"export_failed"})
 
 
 def lifecycle_graph(spec: LifecycleSpec) -> Graph:
@@ -70,8 +73,11 @@ def lifecycle_graph(spec: LifecycleSpec) -> Graph:
     edges: list[Edge] = []
     for number, t in enumerate(spec.transfers, start=1):
         label = f"{number}: {t.trigger}" + (" [validate]" if t.validate else "")
+        label += " [export]" if t.request_export else ""
         target_label = label + (f"\n{{{t.target_operation}}}" if t.target_operation else "")
-        edges.append(Edge(t.source, t.target, label=target_label, color=TRIGGER_COLOURS.get(f"{t.trigger}")))
+        style = "dashed" if t.trigger in ERROR_TRIGGERS else "solid"
+        colour = TRIGGER_COLOURS.get(f"{t.trigger}")
+        edges.append(Edge(t.source, t.target, label=target_label, color=colour, style=style))
         if t.error is not None:
             error_label = f"{label} error" + (f"\n{{{t.error_operation}}}" if t.error_operation else "")
             edges.append(Edge(t.source, t.error, label=error_label, style="dashed", color="red"))

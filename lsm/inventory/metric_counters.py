@@ -63,6 +63,16 @@ lsm_metric_deploy_action = Table(
     PrimaryKeyConstraint("env_id", "agent", "resource_type", "action", name="pk_lsm_metric_deploy_action"),
 )
 
+#: failed exporting compiles per environment and error kind (``lsm_failed_exports_total``)
+lsm_metric_failed_export = Table(
+    "lsm_metric_failed_export",
+    metadata,
+    Column("env_id", String(36), nullable=False),
+    Column("error", String(100), nullable=False),
+    Column("count", Integer, nullable=False),
+    PrimaryKeyConstraint("env_id", "error", name="pk_lsm_metric_failed_export"),
+)
+
 #: a stage name longer than the column (a model's own refine stage) is cut, never refused
 _MAX_STAGE = 100
 
@@ -143,6 +153,18 @@ def count_compiles(
         )
 
 
+def count_failed_export(conn: Connection, env_id: str, error: str) -> None:
+    """One exporting compile failed with the error kind ``error`` (``export_rule_violation``,
+    ``model_error``, ``compile_timeout``, ``worker_died``...), counted with its failed record."""
+    _upsert(
+        conn,
+        lsm_metric_failed_export,
+        ["env_id", "error"],
+        [{"env_id": env_id, "error": error[:_MAX_STAGE], "count": 1}],
+        ["count"],
+    )
+
+
 def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, Any]]) -> None:
     """Count action-log lines (dicts with ``resource_id``, ``agent``, ``action``; dry runs are not
     deploys and are left out): one upsert row per distinct agent, type and action of the batch."""
@@ -168,7 +190,9 @@ __all__ = [
     "count_actions",
     "count_compile",
     "count_compiles",
+    "count_failed_export",
     "lsm_metric_compile",
     "lsm_metric_compile_stage",
     "lsm_metric_deploy_action",
+    "lsm_metric_failed_export",
 ]

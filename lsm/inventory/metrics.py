@@ -38,6 +38,7 @@ from lsm.inventory.metric_counters import (
     lsm_metric_compile,
     lsm_metric_compile_stage,
     lsm_metric_deploy_action,
+    lsm_metric_failed_export,
 )
 from lsm.inventory.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseRow
 from lsm.inventory.webhook_tables import FAILED_SQL, PENDING_SQL
@@ -83,6 +84,7 @@ class Snapshot:
     compiles: list[tuple[str, str, str, int]] = field(default_factory=list)
     stages: list[tuple[str, str, str, int, float]] = field(default_factory=list)
     actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    failed_exports: list[tuple[str, str, int]] = field(default_factory=list)
     webhooks: WebhookCounts = field(default_factory=lambda: WebhookCounts(failed=[], retrying=[]))
 
 
@@ -118,6 +120,8 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     found.compiles = [(r[0], r[1], r[2], int(r[3])) for r in conn.execute(select(mc))]
     found.stages = [(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in conn.execute(select(ms))]
     found.actions = [(r[0], r[1], r[2], r[3], int(r[4])) for r in conn.execute(select(ma))]
+    fe = lsm_metric_failed_export
+    found.failed_exports = [(r[0], r[1], int(r[2])) for r in conn.execute(select(fe))]
     found.webhooks = _webhooks(conn)
     return found
 

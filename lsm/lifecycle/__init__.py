@@ -19,6 +19,7 @@ from lsm.lifecycle.machine import LifecycleMachine, Step, changes_desired_state,
 from lsm.lifecycle.operations import AttributeSets, apply_operation
 from lsm.lifecycle.render import render_dot, render_states_table, render_table, render_transfers_table
 from lsm.lifecycle.spec import (
+    EXPORT_FAILED,
     AttributeSetName,
     Label,
     LifecycleSpec,
@@ -30,6 +31,7 @@ from lsm.lifecycle.spec import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "EXPORT_FAILED",
     "AttributeSetName",
     "AttributeSets",
     "Label",

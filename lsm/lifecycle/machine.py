@@ -7,7 +7,9 @@ in one transaction. A step runs for every instance change, from many threads at 
 
 * one ``transitions.Machine`` is built per lifecycle, with one trigger per (transfer, outcome)
   edge: ``on_update``, ``on_delete``, ``auto``, ``auto:error``, ``resource_based``,
-  ``resource_based:error``, ``api_set_state:<target>``, ``api_set_state:<target>:error``;
+  ``resource_based:error``, ``export_failed:error`` (a failed export has only an error
+  outcome: ``step(state, "export_failed", success=False)``), ``api_set_state:<target>``,
+  ``api_set_state:<target>:error``;
 * each edge's ``Step`` is computed once when the machine is built, and the edge's ``after``
   callback hands it to the model that fired it;
 * a step borrows a tiny model object from a pool, sets it to the instance's state, fires the
@@ -34,7 +36,7 @@ from typing import Any, get_args
 from transitions import Machine
 
 from lsm.errors import InvalidInput, LifecycleInvalid, TransferNotAllowed
-from lsm.lifecycle.spec import LifecycleSpec, Operation, TransferSpec, Trigger
+from lsm.lifecycle.spec import EXPORT_FAILED, LifecycleSpec, Operation, TransferSpec, Trigger
 
 TRIGGERS: tuple[str, ...] = get_args(Trigger)
 
@@ -75,7 +77,10 @@ def changes_desired_state(spec: LifecycleSpec, source: str, destination: str, op
 
 
 def _make_step(spec: LifecycleSpec, transfer: TransferSpec, is_error: bool) -> Step:
-    if is_error:
+    if transfer.trigger == EXPORT_FAILED:  # the transfer is itself an error outcome: its target
+        destination = transfer.target
+        operation, same = transfer.target_operation, transfer.target_same_desired_state
+    elif is_error:
         # A failable transfer without an error state stays where it is.
         destination = transfer.error or transfer.source
         operation, same = transfer.error_operation, transfer.error_same_desired_state
@@ -89,9 +94,16 @@ def _make_step(spec: LifecycleSpec, transfer: TransferSpec, is_error: bool) -> S
         destination=destination,
         is_error=is_error,
         operation=operation,
-        changes_desired_state=changes,
-        is_noop=destination == transfer.source and operation is None,
+        changes_desired_state=changes or (not is_error and transfer.request_export),
+        is_noop=destination == transfer.source and operation is None and not transfer.request_export,
     )
+
+
+def _outcomes(transfer: TransferSpec) -> tuple[bool, ...]:
+    """The outcomes (``is_error``) a transfer has an edge for: a failed export's only error."""
+    if transfer.trigger == EXPORT_FAILED:
+        return (True,)
+    return (False, True) if transfer.can_fail else (False,)
 
 
 class _Token:
@@ -120,7 +132,7 @@ class LifecycleMachine:
             name=f"lifecycle {spec.name}",
         )
         for transfer in spec.transfers:
-            for is_error in (False, True) if transfer.can_fail else (False,):
+            for is_error in _outcomes(transfer):
                 step = _make_step(spec, transfer, is_error)
                 self._machine.add_transition(
                     trigger=edge_trigger(transfer.trigger, transfer.target, error=is_error),
@@ -133,6 +145,9 @@ class LifecycleMachine:
         self._auto = {t.source: t for t in spec.transfers if t.trigger == "auto"}
         self._updatable = {t.source for t in spec.transfers if t.trigger == "on_update"}
         self._deletable = {t.source for t in spec.transfers if t.trigger == "on_delete"}
+        self._export_failed = {
+            t.source: _make_step(spec, t, True) for t in spec.transfers if t.trigger == EXPORT_FAILED
+        }
 
     @property
     def name(self) -> str:
@@ -185,6 +200,18 @@ class LifecycleMachine:
         """Deletes are refused in states without an on_delete transfer."""
         self._known_state(state)
         return state in self._deletable
+
+    def has_export_failed(self, state: str) -> bool:
+        """Whether ``state`` has a transfer for a failed export (else the failure is only logged)."""
+        self._known_state(state)
+        return state in self._export_failed
+
+    def export_failed_step(self, state: str) -> Step | None:
+        """The step of a failed export in ``state`` (``step(state, "export_failed",
+        success=False)``), or None without such a transfer. A lookup of the step computed when
+        the machine was built: a failed full compile asks it for thousands of instances."""
+        self._known_state(state)
+        return self._export_failed.get(state)
 
     def initial_state(self, requested: str | None = None) -> str:
         """The state a new instance starts in: the initial one or a requested alternative."""

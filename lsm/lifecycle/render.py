@@ -51,7 +51,9 @@ def render_states_table(spec: LifecycleSpec) -> Table:
 
 
 def render_transfers_table(spec: LifecycleSpec) -> Table:
-    """One numbered row per transfer: source, target, error, trigger, validate, operations."""
+    """One numbered row per transfer: source, target, error, trigger, validate, operations (an
+    edge that asks for an export anew, ``request_export``, says so there); a failed export's
+    transfers show their trigger, ``export_failed``."""
     # The error-operation column only when some transfer has one: most lifecycles have none.
     with_error_ops = any(t.error_operation for t in spec.transfers)
     columns = ["#", "source", "target", "error", "trigger", "validate", "operation"]
@@ -66,7 +68,7 @@ def render_transfers_table(spec: LifecycleSpec) -> Table:
             t.error or "",
             t.trigger,
             _flag(t.validate),
-            t.target_operation or "",
+            ", ".join(op for op in (t.target_operation, "request export" * t.request_export) if op),
         ]
         table.add_row(*row, *([t.error_operation or ""] if with_error_ops else []))
     return table

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -28,10 +28,15 @@ from lsm.errors import LifecycleInvalid
 Label = Literal["info", "success", "warning", "danger"]
 AttributeSetName = Literal["candidate", "active"]
 Operation = Literal["promote", "rollback", "clear candidate", "clear active", "clear rollback"]
-Trigger = Literal["auto", "api_set_state", "on_update", "on_delete", "resource_based"]
+Trigger = Literal["auto", "api_set_state", "on_update", "on_delete", "resource_based", "export_failed"]
 
 #: Triggers whose transfer may run a validation compile first.
 VALIDATING_TRIGGERS: frozenset[str] = frozenset({"auto", "api_set_state"})
+
+#: The trigger of a failed exporting compile: it fires in every instance that waited on the
+#: export (its desired state was not exported). Its transfer IS the error outcome, so it has a
+#: ``target`` and no ``error``.
+EXPORT_FAILED: Final = "export_failed"
 
 
 class _Frozen(BaseModel):
@@ -71,6 +76,10 @@ with warnings.catch_warnings():
         description: str = ""
         target_same_desired_state: bool = False
         error_same_desired_state: bool = False
+        #: ask for an exporting compile on this edge even when the desired state does not change:
+        #: the way back from a state a failed export left (``delete_failed -> deleting``), whose
+        #: desired state was never exported
+        request_export: bool = False
 
         @property
         def can_fail(self) -> bool:
@@ -243,12 +252,28 @@ class _Checker:
                     f"transfer {transfer} has an error_operation but no error state",
                     **details,
                 )
+            if transfer.trigger == EXPORT_FAILED and not self.exports(transfer.source):
+                self.fail(
+                    "export_failed_source",
+                    f"transfer {transfer} fires on a failed export, but state {transfer.source!r} "
+                    "exports nothing (only states with export_resources wait on an export)",
+                    **details,
+                )
+            if transfer.request_export and not self.exports(transfer.target):
+                self.fail(
+                    "request_export_target",
+                    f"transfer {transfer} requests an export, but state {transfer.target!r} exports nothing",
+                    **details,
+                )
             if transfer.config_name is not None and transfer.trigger != "auto":
                 self.fail(
                     "config_name_not_auto",
                     f"transfer {transfer} has a config_name, which only switches auto transfers",
                     **details,
                 )
+
+    def exports(self, state: str) -> bool:
+        return any(s.export_resources for s in self.spec.states if s.name == state)
 
     def trigger_rules(self) -> None:
         autos: dict[str, TransferSpec] = {}

@@ -324,9 +324,12 @@ class _Run:
                         "cross_set_requires",
                         f"resource {r.id} (set {root}) requires {qid} of another resource set "
                         f"({self.tree_of[owner]}); a resource may only require its own set "
-                        "or shared resources",
+                        "or shared resources (export rule 6)",
                         r.id,
                         producer,
+                        rule=6,
+                        sets=[root, self.tree_of[owner]],
+                        requires=qid,
                     )
             elif qid not in self.shared:
                 self._resource_problem(
@@ -337,14 +340,17 @@ class _Run:
                 )
 
     def _resource_problem(
-        self, kind: str, message: str, rid: str, producer: str, other: str | None = None
+        self, kind: str, message: str, rid: str, producer: str, other: str | None = None, **details: Any
     ) -> None:
+        """``details``: more ids for the report (an export rule's number, the sets involved)."""
         if len(self.problems) >= MAX_PROBLEMS:
             return
         svc = self.services[producer]
         problem = Problem(kind, message, producer, svc.binding.name, resource=rid)
         if other is not None and other != producer:
-            problem.details = {"other_instance": other}
+            details["other_instance"] = other
+        if details:
+            problem.details = details
         self.problems.append(problem)
         self.to_locate.append((problem, rid, producer))
 

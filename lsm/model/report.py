@@ -90,7 +90,14 @@ def raise_problems(problems: list[Problem]) -> None:
         resource=first.resource,
         line=first.line,
         errors=[p.to_dict() for p in problems],
+        # an export rule the first problem breaks (rule 6: a cross-set ``requires``), named at
+        # the top as an export refused by the rule would name it
+        **{k: v for k, v in (first.details or {}).items() if k in _RULE_DETAILS},
     )
+
+
+#: the details of a problem that name an export rule and what it is about
+_RULE_DETAILS = ("rule", "sets", "requires")
 
 
 # -- locating lines -----------------------------------------------------------------------

@@ -87,6 +87,20 @@ class ResourceOutcome:
 
 
 @dataclass(frozen=True)
+class ExportFailed:
+    """The exporting compile ``compile_id`` that was to export the instance's desired state
+    ``desired_state_version`` failed: its lifecycle's ``export_failed`` transfer fires, or,
+    in a state without one, the failure is only written in its event log.
+
+    ``message`` names the cause (the error kind, the export rule, the resources and sets)."""
+
+    instance_id: str
+    desired_state_version: int
+    compile_id: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ForceState:
     """Expert mode: move an instance to any state of its lifecycle, optionally with an operation."""
 
@@ -120,4 +134,14 @@ SYSTEM_ACTOR = "system"
 SYSTEM = Origin(SYSTEM_ACTOR)
 
 
-Command = Create | Update | Delete | SetState | Auto | ValidationOutcome | ResourceOutcome | ForceState
+Command = (
+    Create
+    | Update
+    | Delete
+    | SetState
+    | Auto
+    | ValidationOutcome
+    | ResourceOutcome
+    | ExportFailed
+    | ForceState
+)

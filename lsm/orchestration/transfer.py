@@ -1,7 +1,8 @@
 """The ONE place that changes an instance's state.
 
 Every transfer (create, on_update, on_delete, api_set_state, auto, validation outcome, resource
-based, expert force) goes through ``Orchestrator.execute``, which in one database transaction:
+based, failed export, expert force) goes through ``Orchestrator.execute``, which in one database
+transaction:
 
 1. locks the instance row (``SELECT ... FOR UPDATE``; SQLite's write transaction is
    ``BEGIN IMMEDIATE``) and checks ``current_version`` (409 on mismatch);
@@ -19,7 +20,8 @@ with the request id of the change that caused them: a crash can not separate a s
 automatic follow-up. (When a follow-up is refused, the change commits alone and the follow-ups
 fire after it, each in its own transaction.) After the commit, listeners (the compile worker)
 are told that requests are waiting. Nothing else in the code base writes
-``InstanceRow.state``.
+``InstanceRow.state`` (but ``lsm.orchestration.export_failed``, the bulk form of a failed export
+that ``fail_exports`` runs, with the same checks).
 
 The same steps may first be worked out on a read snapshot (``planning``: a group-commit item,
 an ``execute_many`` of commands by id), keeping the version of every instance row read; the
@@ -34,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,8 +66,16 @@ from lsm.inventory.compile_requests import (
 )
 from lsm.inventory.database import Database
 from lsm.inventory.discovery_store import claim_adoption
+from lsm.inventory.export_failures import Waiting
 from lsm.inventory.tables import InstanceRow, utcnow
-from lsm.lifecycle import AttributeSets, LifecycleMachine, Step, apply_operation, changes_desired_state
+from lsm.lifecycle import (
+    EXPORT_FAILED,
+    AttributeSets,
+    LifecycleMachine,
+    Step,
+    apply_operation,
+    changes_desired_state,
+)
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
     SYSTEM,
@@ -73,6 +83,7 @@ from lsm.orchestration.commands import (
     Command,
     Create,
     Delete,
+    ExportFailed,
     ForceState,
     Origin,
     ResourceOutcome,
@@ -81,6 +92,7 @@ from lsm.orchestration.commands import (
     ValidationOutcome,
 )
 from lsm.orchestration.context import EnvironmentContext
+from lsm.orchestration.export_failed import sort_waiting, write_simple
 from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit, NeedsLock, Planned, defer_insert
 from lsm.orchestration.references import check_references, references_of
 from lsm.schemas.compiles import CompileKind
@@ -236,6 +248,71 @@ class Orchestrator:
             self.notify(ctx.env_id)
         self._changed(ctx.env_id)
         return rows
+
+    def execute_in(
+        self,
+        session: Session,
+        ctx: EnvironmentContext,
+        commands: list[Command],
+        *,
+        origin: Origin | None = None,
+    ) -> Callable[[], None]:
+        """Apply commands that address instances by id (``ExportFailed``, ``ResourceOutcome``...)
+        inside the caller's open write transaction, with the auto transfers that follow; what to
+        run once that transaction committed (the steps a refused auto transfer left, and telling
+        the listeners and watchers) is returned.
+
+        Why: a failed exporting compile is recorded by the compile queue, and the instances
+        that waited on it must move in the SAME transaction as that record (``lsm.compiler.
+        export_failure``), so that no crash records one without the other. No size limit: a
+        failed full compile moves every waiting instance, locked and written a chunk per
+        statement (``_steps_many``).
+        """
+        origin = origin or SYSTEM
+        transaction = _Transaction(session, ctx, origin)
+        rows, executed, follow_ups, chained = self._steps_many(transaction, commands, origin)
+        transaction.write_pending()
+        queued = bool(transaction.compiles)
+
+        def after_commit() -> None:
+            more = queued
+            if not chained:
+                more |= self._auto_rounds(ctx, rows, executed, follow_ups)
+            if more:
+                self.notify(ctx.env_id)
+            self._changed(ctx.env_id)
+
+        return after_commit
+
+    def fail_exports(
+        self,
+        session: Session,
+        ctx: EnvironmentContext,
+        waiting: Sequence[Waiting],
+        *,
+        compile_id: str,
+        message: str,
+        origin: Origin | None = None,
+    ) -> Callable[[], None]:
+        """``ExportFailed`` for every instance of ``waiting`` (the instances a failed exporting
+        compile was to export, as read in ``session``), inside that open write transaction:
+        in bulk where the lifecycle's ``export_failed`` transfer only changes the state, through
+        ``execute_in`` otherwise (``lsm.orchestration.export_failed``). What to run once the
+        transaction committed is returned."""
+        origin = origin or SYSTEM
+        found = sort_waiting(ctx, waiting, compile_id, message)
+        written = write_simple(
+            session, ctx, found.simple, compile_id=compile_id, message=message, origin=origin, now=utcnow()
+        )
+        rest = self.execute_in(session, ctx, list(found.commands), origin=origin) if found.commands else None
+
+        def after_commit() -> None:
+            if rest is not None:
+                rest()
+            elif written:
+                self._changed(ctx.env_id)
+
+        return after_commit
 
     def _steps_many(self, transaction: _Transaction, commands: list[Command], origin: Origin) -> _ManySteps:
         """Run every command in ``transaction`` and the auto transfers that follow (``_chain``);
@@ -478,7 +555,11 @@ def _round(
 
 def _instance_ids(commands: list[Command]) -> list[str]:
     """The instances that commands addressed by id (not by entity and reference) will lock."""
-    return [c.instance_id for c in commands if isinstance(c, Auto | ValidationOutcome | ResourceOutcome)]
+    return [
+        c.instance_id
+        for c in commands
+        if isinstance(c, Auto | ValidationOutcome | ResourceOutcome | ExportFailed)
+    ]
 
 
 def _within_batch(error: LsmError, created: dict[str, int]) -> LsmError:
@@ -659,6 +740,8 @@ class _Transaction:
                 return self.validation_outcome(command)
             case ResourceOutcome():
                 return self.resource_outcome(command)
+            case ExportFailed():
+                return self.export_failed(command)
             case ForceState():
                 return self.force_state(command)
         raise TypeError(f"unknown command {command!r}")
@@ -781,6 +864,29 @@ class _Transaction:
         step = self.machine(row).step(row.state, "resource_based", success=command.success)
         message = command.message or ("resources deployed" if command.success else "resource deploy failed")
         return self.transition(row, step, "resource_based", message=message)
+
+    def export_failed(self, command: ExportFailed) -> Outcome:
+        """The lifecycle's ``export_failed`` transfer; in a state without one, an error line only
+        (the instance waited on the export all the same: its log must say why nothing came)."""
+        row = self.lock_by_id(command.instance_id)
+        if row.desired_state_version != command.desired_state_version or row.deleted:
+            return Outcome(row)  # moved on since: that export said nothing of its desired state
+        machine = self.machine(row)
+        if not machine.has_export_failed(row.state):
+            self.add_event(
+                row,
+                source=row.state,
+                target=row.state,
+                trigger=EXPORT_FAILED,
+                message=command.message,
+                compile_id=command.compile_id,
+                is_error=True,
+            )
+            return Outcome(row, executed=False, compiles=self.compiles)
+        step = machine.step(row.state, EXPORT_FAILED, success=False)
+        return self.transition(
+            row, step, EXPORT_FAILED, message=command.message, compile_id=command.compile_id
+        )
 
     def force_state(self, command: ForceState) -> Outcome:
         row = self.lock(command.entity, command.ref, command.current_version)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.engine import make_url
 
-from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks
+from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks, ExportFailures
 from lsm.deploy.agent import AgentService
 from lsm.desired_state import DesiredStateStore
 from lsm.facade import ChangeSignal, Core, EventsFacade, Facades
@@ -164,6 +164,7 @@ def build_compile_processing(
     on_finished = core.changes.notify
     webhooks = build_webhooks(core, config)
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
+    queue.export_failed = ExportFailures(orchestrator, environments.context).record
     runner = CompileRunner(db, queue, store, orchestrator, environments.context)
     owner, _ = process_identity(config.role)
     compiles = CompileService(

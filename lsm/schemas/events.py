@@ -30,6 +30,9 @@ class InstanceStateEvent(BaseModel):
     actor: str | None
     request_id: str | None
     time: datetime
+    #: the event line's message: for ``export_failed``, the compile, error kind, rule,
+    #: resources and sets of the failed export
+    message: str = ""
 
 
 class CompileFinishedEvent(BaseModel):

@@ -109,6 +109,7 @@ class AllowedTransfer(BaseModel):
 CauseKind = Literal[
     "pending_compile",
     "failed_validation",
+    "failed_export",
     "failed_resource",
     "skipped_dependency",
     "stale_lock",

@@ -49,6 +49,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/compiles"): (V, ENV),
     ("GET", "/api/v1/compiles/selectors"): (V, ENV),
     ("GET", "/api/v1/compiles/{compile_id}"): (V, ENV),
+    ("POST", "/api/v1/compiles/{compile_id}/retry"): (OP, ENV),
     ("GET", "/api/v1/desired_state"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}/resources"): (V, ENV),
@@ -104,6 +105,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     # the console's operations pages (lsm.api.console.operations)
     ("GET", "/compiles"): (V, ENV),
     ("GET", "/compiles/{compile_id}"): (V, ENV),
+    ("POST", "/compiles/{compile_id}/retry"): (OP, ENV),
     ("GET", "/desired-state"): (V, ENV),
     ("GET", "/desired-state/diff"): (V, ENV),
     ("GET", "/desired-state/{version}"): (V, ENV),

@@ -19,6 +19,7 @@ import pytest
 
 from lsm.api.console.compiles_pages import error_location, stage_timings, traceback_lines
 from lsm.api.console.render import templates
+from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from tests.console.ops_fixtures import ROUTERS, Pages, deployed_engine, discovery_engine, wait_for
 
@@ -333,4 +334,31 @@ def _compile(error: dict[str, Any]) -> Any:
         created_at=datetime.now(UTC),
         started_at=None,
         finished_at=None,
+    )
+
+
+def test_a_failed_export_has_a_retry_button_that_queues_it_again(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory("tests.models.fragile")
+    pages = Pages(engine)
+    engine.facades.inventory.import_instances(
+        RequestContext.local(), "widget", "creating", [{"name": "w1", "explode": True}]
+    )
+    failed = pages.post("/api/v1/compiles", json={"kind": "full"}).json()
+    engine.processing.drain()
+    page = pages.get(f"/compiles/{failed['id']}")
+    assert f'action="/compiles/{failed["id"]}/retry"' in page.text
+    refused = pages.post(f"/compiles/{failed['id']}/retry", data={})  # no CSRF token
+    assert_error_page(refused, 403, "CSRF")
+    retried = pages.post(f"/compiles/{failed['id']}/retry", data={"csrf_token": pages.csrf(page)})
+    assert retried.status_code == 303, retried.text
+    new_id = retried.headers["location"].rsplit("/", 1)[1]
+    assert pages.api(f"/api/v1/compiles/{new_id}")["reason"] == f"retry of the failed compile {failed['id']}"
+    # a compile that did not fail has no button, and a retry of it is refused
+    engine.processing.drain()
+    ok = pages.post("/api/v1/compiles", json={"kind": "full"}).json()
+    assert "/retry" not in pages.get(f"/compiles/{ok['id']}").text
+    assert_error_page(
+        pages.post(f"/compiles/{ok['id']}/retry", data={"csrf_token": pages.csrf(page)}), 409, "not failed"
     )

@@ -35,11 +35,13 @@ SIMPLE_STATES: dict[str, tuple[str, bool, str | None, str | None, bool, bool]] =
     "update_failed": ("info", True, A, A, False, False),
     "rollback": ("info", True, A, A, False, False),
     "deleting": ("info", True, A, A, True, False),
+    "delete_failed": ("danger", True, A, A, True, False),
     "terminated": ("info", False, None, None, False, True),
 }
 
 # (source, target, error, trigger, validate, target_operation), numbered as in docs/semantics.md §1
 R = "resource_based"
+X = "export_failed"
 SIMPLE_TRANSFERS: list[tuple[str, str, str | None, str, bool, str | None]] = [
     ("start", "acknowledged", "rejected", "auto", True, None),  # 1
     ("acknowledged", "creating", None, "auto", False, "promote"),  # 2
@@ -70,7 +72,17 @@ SIMPLE_TRANSFERS: list[tuple[str, str, str | None, str, bool, str | None]] = [
     ("creating", "deleting", None, "on_delete", False, None),  # 27
     ("update_failed", "deleting", None, "on_delete", False, None),  # 28
     ("failed", "deleting", None, "on_delete", False, None),  # 29
+    *[
+        ("creating", "failed", None, X, False, None),  # 30
+        ("update_inprogress", "update_failed", None, X, False, None),  # 31
+        ("rollback", "failed", None, X, False, None),  # 32
+        ("deleting", "delete_failed", None, X, False, None),  # 33
+        ("delete_failed", "terminated", "delete_failed", R, False, None),  # 34
+        ("delete_failed", "deleting", None, "on_delete", False, None),  # 35
+    ],
 ]
+#: the transfers of a failed export, the same in both lifecycles (simple: 30-35)
+FAILED_EXPORT = SIMPLE_TRANSFERS[29:]
 
 DELETE_VALIDATED = ["up", "creating", "failed", "update_failed"]
 DV_STATES = {
@@ -105,6 +117,7 @@ DV_TRANSFERS = [
         None,
     ),  # 36
     ("delete_validating_update_failed", "deleting", "update_failed", "auto", True, None),  # 37
+    *FAILED_EXPORT,  # 38-43
 ]
 
 CONTRACT = {
@@ -124,7 +137,7 @@ def test_both_bundled_lifecycles_are_shipped() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "states", "transfers"), [("simple", 17, 29), ("simple_with_delete_validate", 21, 37)]
+    ("name", "states", "transfers"), [("simple", 18, 35), ("simple_with_delete_validate", 22, 43)]
 )
 def test_bundled_lifecycle_sizes(name: str, states: int, transfers: int) -> None:
     spec = load_lifecycle_file(BUNDLED[name])
@@ -175,9 +188,29 @@ def test_bundled_transfers_are_described(bundled: LifecycleSpec) -> None:
 def test_deploy_results_keep_the_desired_state_except_when_deletion_completes(bundled: LifecycleSpec) -> None:
     for t in bundled.transfers:
         flags = (t.target_same_desired_state, t.error_same_desired_state)
-        if (t.source, t.target) == ("deleting", "terminated"):
+        if (t.source, t.target) in (("deleting", "terminated"), ("delete_failed", "terminated")):
             assert flags == (False, True)
         elif t.trigger == "resource_based":
             assert flags == (True, True), str(t)
         else:
             assert flags == (False, False), str(t)
+
+
+def test_only_the_retry_of_a_failed_delete_requests_an_export(bundled: LifecycleSpec) -> None:
+    asking = [(t.source, t.target, t.trigger) for t in bundled.transfers if t.request_export]
+    assert asking == [("delete_failed", "deleting", "on_delete")]
+
+
+def test_every_state_that_waits_on_an_export_has_a_way_out_of_a_failed_one(bundled: LifecycleSpec) -> None:
+    """creating, update_inprogress, rollback and deleting wait on an export: each has an
+    export_failed transfer to a state that accepts a delete (nothing stranded, semantics §6)."""
+    failing = {t.source: t.target for t in bundled.transfers if t.trigger == X}
+    assert failing == {
+        "creating": "failed",
+        "update_inprogress": "update_failed",
+        "rollback": "failed",
+        "deleting": "delete_failed",
+    }
+    deletable = {t.source for t in bundled.transfers if t.trigger == "on_delete"}
+    # the validate-on-delete lifecycle goes through delete_validating_* states, also on_delete
+    assert set(failing.values()) <= deletable

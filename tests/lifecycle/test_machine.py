@@ -64,6 +64,14 @@ SIMPLE_EDGES: list[tuple[tuple[str, str, str | None, bool], tuple[str, str | Non
     (("creating", "on_delete", None, True), ("deleting", None, True, False)),  # 27
     (("update_failed", "on_delete", None, True), ("deleting", None, True, False)),  # 28
     (("failed", "on_delete", None, True), ("deleting", None, True, False)),  # 29
+    (("creating", "export_failed", None, False), ("failed", None, False, False)),  # 30
+    (("update_inprogress", "export_failed", None, False), ("update_failed", None, False, False)),  # 31
+    (("rollback", "export_failed", None, False), ("failed", None, False, False)),  # 32
+    (("deleting", "export_failed", None, False), ("delete_failed", None, False, False)),  # 33
+    (("delete_failed", R, None, True), ("terminated", None, True, False)),  # 34
+    (("delete_failed", R, None, False), ("delete_failed", None, False, True)),
+    # 35: the retry of a failed delete asks for the purge to be exported anew
+    (("delete_failed", "on_delete", None, True), ("deleting", None, True, False)),
 ]
 
 
@@ -104,7 +112,9 @@ def test_every_transfer_of_simple_is_covered_by_the_edge_table(simple: Lifecycle
     for t in simple.spec.transfers:
         assert (t.source, t.trigger, t.target if t.trigger == "api_set_state" else None) in covered, str(t)
     failable = {(c[0], c[1]) for c, _ in SIMPLE_EDGES if not c[3]}
-    assert failable == {(t.source, t.trigger) for t in simple.spec.transfers if t.can_fail}
+    assert failable == {
+        (t.source, t.trigger) for t in simple.spec.transfers if t.can_fail or t.trigger == "export_failed"
+    }
 
 
 def test_delete_validation_failure_returns_to_the_state_the_delete_came_from(
@@ -191,6 +201,7 @@ def test_transfer_not_allowed_names_state_trigger_and_what_is_allowed(simple: Li
     assert err.details["allowed"] == [
         {"trigger": "resource_based", "target": "up"},
         {"trigger": "on_delete", "target": "deleting"},
+        {"trigger": "export_failed", "target": "failed"},
     ]
     assert err.status == 409
 
@@ -232,7 +243,7 @@ def test_auto_transfer_update_and_delete_questions(simple: LifecycleMachine) -> 
     updatable = {s.name for s in simple.spec.states if simple.update_allowed(s.name)}
     assert updatable == {"up", "rejected", "update_rejected", "update_rejected_failed"}
     deletable = {s.name for s in simple.spec.states if simple.delete_allowed(s.name)}
-    assert deletable == {"up", "rejected", "creating", "update_failed", "failed"}
+    assert deletable == {"up", "rejected", "creating", "update_failed", "failed", "delete_failed"}
 
 
 def test_initial_state_accepts_only_the_initial_and_alternative_states() -> None:

@@ -48,7 +48,11 @@ def test_dot_has_an_edge_per_outcome_error_edges_dashed(spec: LifecycleSpec) -> 
     edges = edge_lines(render_dot(spec))
     assert len(edges) == len(spec.transfers) + sum(1 for t in spec.transfers if t.error)
     dashed = [e for e in edges if "style=dashed" in e]
-    assert len(dashed) == sum(1 for t in spec.transfers if t.error)
+    # error edges, and the transfers of a failed export, which are an error outcome themselves
+    assert len(dashed) == sum(1 for t in spec.transfers if t.error or t.trigger == "export_failed")
+    assert any(
+        '"creating" -> "failed"' in e and ': export_failed"' in e and "style=dashed" in e for e in edges
+    )
     assert any('"start" -> "acknowledged" [label="1: auto [validate]"' in e for e in edges)
     assert any('"acknowledged" -> "creating" [label="2: auto\\n{promote}"' in e for e in edges)
     assert any('"start" -> "rejected"' in e and "style=dashed" in e for e in edges)
@@ -105,3 +109,17 @@ def test_error_operations_get_a_column_only_when_used() -> None:
     bundled = Console(width=200, record=True, color_system=None)
     bundled.print(render_table(LifecycleRegistry.discover().get("simple")))
     assert "error operation" not in bundled.export_text()
+
+
+def test_the_transfers_table_shows_a_failed_export_and_an_export_asked_anew() -> None:
+    from rich.console import Console
+
+    from lsm.lifecycle import LifecycleRegistry, render_transfers_table
+
+    console = Console(width=250, record=True)
+    console.print(render_transfers_table(LifecycleRegistry.discover().get("simple")))
+    lines = console.export_text().splitlines()
+    failing = next(line for line in lines if line.split("│")[1:2] == [" 33 "])
+    assert "deleting" in failing and "delete_failed" in failing and "export_failed" in failing
+    again = next(line for line in lines if line.split("│")[1:2] == [" 35 "])
+    assert "on_delete" in again and "request export" in again

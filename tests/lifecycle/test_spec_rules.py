@@ -185,3 +185,41 @@ def test_direct_construction_also_checks_the_rules() -> None:
             states=[StateSpec(name="a"), StateSpec(name="b")],
             transfers=[],
         )
+
+
+EXPORTING = [{"name": "start", "export_resources": True}, {"name": "lost", "export_resources": True}]
+
+
+def test_a_failed_export_transfer_leaves_an_exporting_state() -> None:
+    lifecycle = spec(EXPORTING, [t("start", "lost", "export_failed")])
+    assert [x.trigger for x in lifecycle.transfers_from("start")] == ["export_failed"]
+
+
+def test_a_failed_export_transfer_from_a_state_that_exports_nothing_is_rejected() -> None:
+    err = rejected(["start", "lost"], [t("start", "lost", "export_failed")])
+    assert err.details["rule"] == "export_failed_source"
+    assert err.details["transfer"] == "start -> lost [export_failed]"
+    assert "exports nothing" in err.message
+
+
+def test_two_failed_export_transfers_from_one_state_are_rejected() -> None:
+    states = [*EXPORTING, {"name": "other", "export_resources": True}]
+    err = rejected(states, [t("start", "lost", "export_failed"), t("start", "other", "export_failed")])
+    assert err.details["rule"] == "duplicate_trigger"
+    assert "two export_failed transfers" in err.message
+
+
+@pytest.mark.parametrize("field", [{"error": "start"}, {"validate": True}])
+def test_a_failed_export_transfer_is_the_error_outcome_itself(field: dict[str, Any]) -> None:
+    err = rejected(EXPORTING, [t("start", "lost", "export_failed", **field)])
+    assert err.details["rule"] in ("error_cannot_fail", "validate_trigger")
+
+
+def test_request_export_needs_an_exporting_target() -> None:
+    spec(EXPORTING, [t("start", "lost", "on_delete", request_export=True)])
+    err = rejected(
+        [*EXPORTING, "gone"],
+        [t("start", "lost", "on_delete"), t("lost", "gone", "on_delete", request_export=True)],
+    )
+    assert err.details["rule"] == "request_export_target"
+    assert "'gone' exports nothing" in err.message

@@ -324,6 +324,10 @@ def test_requiring_a_resource_of_another_set_is_a_model_error_shared_ones_are_fi
     with pytest.raises(ModelError, match=r"requires x::Thing\[switch,name=sw\] of another") as err:
         refine(make(uplink), topology())
     assert err.value.details["instance"] == uid(111)
+    # a validation compile refines the same way: the report names export rule 6 and both sets
+    assert "(export rule 6)" in err.value.message
+    assert (err.value.details["rule"], err.value.details["requires"]) == (6, "x::Thing[switch,name=sw]")
+    assert len(err.value.details["sets"]) == 2 and uid(50) in err.value.details["sets"]
     topo = topology()
     topo["server"][0]["attributes"]["switch"] = None
     refine(make(uplink), topo)

@@ -12,7 +12,7 @@ from sqlalchemy import event
 from sqlmodel import Session
 
 from lsm.facade import RequestContext
-from lsm.orchestration import ResourceOutcome, ValidationOutcome
+from lsm.orchestration import ExportFailed, ResourceOutcome, ValidationOutcome
 from lsm.orchestration.group import GroupCommit
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
@@ -124,6 +124,11 @@ class Driver:
         self.engine.orchestrator.execute(self.ctx, command)
         return self.get(instance)
 
+    def export_fails(self, instance: InstanceOut) -> InstanceOut:
+        command = ExportFailed(instance.id, instance.desired_state_version, "c" * 36, "export failed")
+        self.engine.orchestrator.execute(self.ctx, command)
+        return self.get(instance)
+
     def update(self, instance: InstanceOut, **attributes: Any) -> InstanceOut:
         return self.engine.facades.inventory.update_instance(
             RequestContext.local(),
@@ -163,6 +168,7 @@ class Driver:
             "rollback": ("update_failed", lambda i: self.set_state(i, "rollback")),
             "deleting": ("up", lambda i: self.delete(i)),
             "terminated": ("deleting", lambda i: self.deploy(i, True)),
+            "delete_failed": ("deleting", lambda i: self.export_fails(i)),
         }
         if state == "start":
             return self.create()

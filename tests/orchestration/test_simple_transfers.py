@@ -14,6 +14,7 @@ import pytest
 
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.compiles import CompileStatus
 from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver
 
@@ -58,6 +59,15 @@ CASES: dict[int, tuple[str, Action, str, int, str]] = {
     27: ("creating", lambda d, i: d.delete(i), "deleting", 1, "on_delete"),
     28: ("update_failed", lambda d, i: d.delete(i), "deleting", 1, "on_delete"),
     29: ("failed", lambda d, i: d.delete(i), "deleting", 1, "on_delete"),
+    30: ("creating", lambda d, i: d.export_fails(i), "failed", 1, "export_failed"),
+    31: ("update_inprogress", lambda d, i: d.export_fails(i), "update_failed", 1, "export_failed"),
+    32: ("rollback", lambda d, i: d.export_fails(i), "failed", 1, "export_failed"),
+    33: ("deleting", lambda d, i: d.export_fails(i), "delete_failed", 1, "export_failed"),
+    34: ("delete_failed", lambda d, i: d.deploy(i, True), "terminated", 1, "resource_based"),
+    -34: ("delete_failed", lambda d, i: d.deploy(i, False), "delete_failed", 0, "resource_based"),
+    35: ("delete_failed", lambda d, i: d.delete(i), "deleting", 1, "on_delete"),
+    # a state without an export_failed transfer: the failure is logged, nothing moves
+    -35: ("failed", lambda d, i: d.export_fails(i), "failed", 0, "export_failed"),
 }
 
 
@@ -78,8 +88,19 @@ def test_transfer(engine: ApiRuntime, number: int) -> None:
 
 
 def test_every_transfer_of_simple_is_covered(engine: ApiRuntime) -> None:
-    assert {abs(n) for n in CASES} | {2, 9, 10} == set(range(1, 30))
-    assert len(engine.lifecycles.get("simple").transfers) == 29
+    assert {abs(n) for n in CASES} | {2, 9, 10} == set(range(1, 36))
+    assert len(engine.lifecycles.get("simple").transfers) == 35
+
+
+def test_deleting_again_after_a_failed_delete_export_asks_for_the_purge_anew(engine: ApiRuntime) -> None:
+    driver = Driver(engine)
+    failed = driver.reach("delete_failed")
+    again = driver.delete(failed)
+    assert again.desired_state_version == failed.desired_state_version + 1  # transfer 35: request_export
+    queued = engine.facades.compiles.list_compiles(RequestContext.local(), status=CompileStatus.QUEUED)
+    assert any(
+        c.kind in ("partial", "full") and failed.id in (c.requested_ids or [failed.id]) for c in queued
+    )
 
 
 def test_create_then_validation_promotes_candidate(engine: ApiRuntime) -> None:

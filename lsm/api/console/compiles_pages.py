@@ -4,18 +4,22 @@ A report shows what the runner recorded (``lsm.compiler.runner``): the requested
 instances (linked to their pages), the compile it was merged into, the version it produced,
 its stage timings as bars, and a failed compile's model error with its traceback. When the
 error carries ``location`` (``{file, line, function, source}``: where in the model it was
-raised), that source line is shown highlighted, and so is its frame in the traceback.
+raised), that source line is shown highlighted, and so is its frame in the traceback. A failed
+exporting compile has a retry button for operators (``POST /compiles/{id}/retry``: the API's
+retry, then the new request's page).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.forms import read_form
 from lsm.api.console.operations import PAGE_SIZE, enum_param, int_param, ops_page, pager
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -25,7 +29,9 @@ from lsm.schemas.compile_reports import CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
 
 router = APIRouter(
-    include_in_schema=False, route_class=ConsoleRoute, dependencies=[console_require(Role.VIEWER)]
+    include_in_schema=False,
+    route_class=ConsoleRoute,
+    dependencies=[console_require(Role.VIEWER, write=Role.OPERATOR)],
 )
 
 
@@ -74,7 +80,18 @@ async def compile_report(request: Request, compile_id: str) -> Response:
         location=error_location(error),
         traceback_lines=traceback_lines(error),
         other={k: v for k, v in report.items() if k not in _SHOWN},
+        retryable=found.status == CompileStatus.FAILED.value and found.kind != CompileKind.VALIDATION.value,
     )
+
+
+@router.post("/compiles/{compile_id}/retry")
+async def retry(request: Request, compile_id: str) -> Response:
+    """Queue a failed exporting compile again; then show the new request."""
+    await read_form(request)  # the CSRF check
+    queued = await run_in_threadpool(
+        get_facades(request).compiles.retry_compile, context_of(request), compile_id
+    )
+    return RedirectResponse(f"/compiles/{quote(queued.id, safe='')}", status_code=303)
 
 
 #: report keys the page shows in their own section (the rest goes in a "more" table)

@@ -1,0 +1,154 @@
+"""Every cause of a failed exporting compile reaches the instances that waited on it: a time
+limit, a worker that died on it too often, and a failed full compile over many instances; a
+state without an ``export_failed`` transfer logs the failure and stays. Both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import select
+
+from lsm.facade import RequestContext
+from lsm.inventory.metric_counters import lsm_metric_failed_export
+from lsm.runtime.wiring import ApiRuntime, WorkerProcessing
+from tests.models import claims
+from tests.waiting import wait_until
+
+HUNG = RequestContext.local("hung")
+LOCAL = RequestContext.local()
+
+
+def failure_lines(engine: ApiRuntime, ctx: RequestContext, entity: str, ref: str) -> list[str]:
+    return [
+        e.message
+        for e in engine.facades.inventory.instance_log(ctx, entity, ref)
+        if e.trigger == "export_failed"
+    ]
+
+
+def test_an_exporting_compile_past_its_time_limit_fails_the_instances_it_was_to_export(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory("tests.models.things", embedded_worker=True)
+    engine.facades.environments.create_environment(LOCAL, "hung", model="tests.models.hang")
+    engine.facades.environments.set_setting(HUNG, "compile_timeout", 2.0)
+    (sleeper,) = engine.facades.inventory.import_instances(
+        HUNG, "sleeper", "creating", [{"name": "s", "hang": True}]
+    )
+    stuck = engine.facades.compiles.request_compile(HUNG, kind="full")
+    wait_until(
+        lambda: engine.facades.inventory.get_instance(HUNG, "sleeper", sleeper).state == "failed",
+        "the sleeper's export times out and it moves to failed",
+    )
+    (line,) = failure_lines(engine, HUNG, "sleeper", sleeper)
+    assert f"exporting compile {stuck.id} failed: compile_timeout" in line
+    assert "compile_timeout" in line and "retry" in line
+    cause = engine.facades.inventory.diagnose(HUNG, "sleeper", sleeper).cause[0]
+    assert (cause.kind, cause.details["error"]) == ("failed_export", "compile_timeout")
+
+
+def test_an_export_whose_worker_died_too_often_fails_the_instances_it_was_to_export(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory("tests.models.things")  # compiles run when the test drains
+    (thing,) = engine.facades.inventory.import_instances(LOCAL, "thing", "creating", [{"name": "t"}])
+    processing = engine.processing
+    assert isinstance(processing, WorkerProcessing)
+    queue = processing.compiles.queue
+    export = engine.facades.compiles.request_compile(LOCAL, kind="full")
+    env = engine.facades.environments.get_environment(LOCAL).id
+    for n in range(queue.max_attempts):  # claimed, and its worker killed, every time
+        claimed = queue.claim_exporting(env, queue.new_owner(f"dead-{n}"), batched=True)
+        assert claimed is not None and claimed.leader.id == export.id
+    processing.drain()  # the next claim takes it over: failed, written on the instance
+    assert engine.facades.compiles.get_compile(LOCAL, export.id).report["error"]["error"] == "worker_died"
+    assert engine.facades.inventory.get_instance(LOCAL, "thing", thing).state == "failed"
+    (line,) = failure_lines(engine, LOCAL, "thing", thing)
+    assert f"exporting compile {export.id} failed: worker_died" in line
+    with engine.core.db.read() as session:
+        counted = dict(
+            session.execute(select(lsm_metric_failed_export.c.error, lsm_metric_failed_export.c.count)).all()
+        )
+    assert counted == {"worker_died": 1}
+
+
+def test_a_failed_full_compile_moves_every_waiting_instance_and_logs_the_rest(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    """Instances in creating, update_inprogress, rollback and deleting move to their failure
+    state; one in failed (no export_failed transfer) gets the line and stays; one whose desired
+    state was exported already is not touched."""
+    engine = engine_factory("tests.models.claims")  # compiles run when the test drains
+    inventory = engine.facades.inventory
+    (exported,) = inventory.import_instances(LOCAL, "claim", "creating", [{"name": "exported", "path": "/e"}])
+    engine.facades.compiles.request_compile(LOCAL, kind="full")
+    engine.processing.drain()  # its desired state has a record now (no agent: it stays creating)
+    waiting = {
+        state: inventory.import_instances(LOCAL, "claim", state, [{"name": state, "path": f"/{state}"}])[0]
+        for state in ("creating", "update_inprogress", "rollback", "deleting", "failed")
+    }
+    claims.BROKEN.add("rollback")
+    try:
+        failed = engine.facades.compiles.request_compile(LOCAL, kind="full")
+        engine.processing.drain()
+    finally:
+        claims.BROKEN.clear()
+    assert engine.facades.compiles.get_compile(LOCAL, failed.id).status == "failed"
+    moved = {state: inventory.get_instance(LOCAL, "claim", ref).state for state, ref in waiting.items()}
+    assert moved == {
+        "creating": "failed",
+        "update_inprogress": "update_failed",
+        "rollback": "failed",
+        "deleting": "delete_failed",
+        "failed": "failed",
+    }
+    for ref in waiting.values():
+        (line,) = failure_lines(engine, LOCAL, "claim", ref)
+        assert f"exporting compile {failed.id} failed: model_error" in line
+    assert failure_lines(engine, LOCAL, "claim", exported) == []
+    assert inventory.get_instance(LOCAL, "claim", exported).state == "creating"
+
+
+FAILING_OVER_MODEL = """
+from collections.abc import Iterator
+
+import lsm
+
+
+class Gizmo(lsm.ServiceEntity):
+    name: str
+
+
+gizmo = lsm.Binding(Gizmo, lifecycle="failing_over", identity="name")
+
+
+class Cog(lsm.Resource, type="test::Cog", id_attribute="name"):
+    name: str
+
+
+@lsm.implementation(gizmo)
+def cogs(g: lsm.Service[Gizmo]) -> Iterator[lsm.Resource]:
+    if g.name.startswith("bad"):
+        raise ValueError(f"gizmo {g.name} is bad")
+    yield Cog(agent="a", name=g.name)
+"""
+
+
+def test_a_failure_transfer_with_an_operation_and_an_auto_follow_up_takes_the_general_path(
+    engine_factory: Callable[..., ApiRuntime], tmp_path: Path
+) -> None:
+    model = tmp_path / "gizmos.py"
+    model.write_text(FAILING_OVER_MODEL)
+    engine = engine_factory(str(model))
+    (bad,) = engine.facades.inventory.import_instances(LOCAL, "gizmo", "start", [{"name": "bad1"}])
+    failed = engine.facades.compiles.request_compile(LOCAL, kind="full")
+    engine.processing.drain()
+    instance = engine.facades.inventory.get_instance(LOCAL, "gizmo", bad)
+    assert instance.state == "parked" and instance.active_attributes is None  # cleared on the way
+    steps = [
+        (e.source, e.target, e.trigger, e.compile_id)
+        for e in engine.facades.inventory.instance_log(LOCAL, "gizmo", bad)
+        if e.trigger != "import"
+    ]
+    assert steps == [("start", "broken", "export_failed", failed.id), ("broken", "parked", "auto", None)]
