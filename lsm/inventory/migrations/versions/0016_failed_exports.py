@@ -1,7 +1,7 @@
 """The failed-export counter of ``/metrics``: exporting compiles that failed, per error kind.
 
 Revision ID: 0016
-Revises: 0010
+Revises: 0015
 
 See ``lsm.inventory.metric_counters`` (``count_failed_export``). Like the other counters it
 starts at zero: the compile history is not replayed into it.
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0010"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
