@@ -26,6 +26,7 @@ from lsm.api import (
     discovery,
     environments,
     events,
+    expert,
     graphs,
     health,
     inventory,
@@ -50,6 +51,7 @@ ROUTERS = (
     health.router,
     catalog.router,
     discovery.adopt_router,  # before inventory: POST /{entity}/adopt
+    expert.router,
     inventory.router,
     compiles.router,
     desired_state.router,
