@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Header, Path, Query
+from pydantic import AfterValidator
 
+from lsm.api.refs import decode_ref
 from lsm.schemas.limits import (
     MAX_ID_LENGTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -31,7 +33,12 @@ EnvironmentRef = Annotated[
 ]
 InstanceRef = Annotated[
     str,
-    Path(min_length=1, max_length=MAX_REF_LENGTH, description="An instance id, or <identity_attr>=<value>."),
+    Path(
+        min_length=1,
+        max_length=MAX_REF_LENGTH,
+        description="An instance id, or <identity_attr>=<value> (a `/` in the value sent as %2F).",
+    ),
+    AfterValidator(decode_ref),
 ]
 Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="An id (a UUID).")]
 Version = Annotated[int, Path(ge=0, le=MAX_INT, description="A desired-state version.")]
