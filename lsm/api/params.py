@@ -3,7 +3,8 @@
 Why: every number and name that reaches a query must fit the column it is compared with
 (``lsm.schemas.limits``): an ``offset`` of 2**70 or a 10 kB entity name used to be a 500 from
 the database driver. Declared here, the bounds are checked by FastAPI (a 422 naming the
-parameter) and published in ``/openapi.json``.
+parameter) and published in ``/openapi.json``. A route that declares its own integer
+parameter must bound it too: ``tests/api/test_param_bounds.py`` walks every route's.
 """
 
 from __future__ import annotations
