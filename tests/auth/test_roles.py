@@ -103,6 +103,9 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/inventory/{entity}/{ref}"): (V, ENV),
     ("POST", "/inventory/{entity}/{ref}/update"): (OP, ENV),
     ("POST", "/inventory/{entity}/{ref}/state"): (OP, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/state"): (A, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/attributes"): (A, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/destroy"): (A, ENV),
     ("POST", "/inventory/{entity}/{ref}/delete"): (OP, ENV),
     # the console's operations pages (lsm.api.console.operations)
     ("GET", "/compiles"): (V, ENV),
