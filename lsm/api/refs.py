@@ -49,9 +49,9 @@ class KeepEncodedSlashes:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith(self.prefix):
             raw = scope.get("raw_path")
-            if raw is not None:
-                path = keep_encoded_slashes(raw.decode("latin-1").split("?", 1)[0])
-            else:  # no raw path: slashes are lost, but a percent sign must still survive decode_ref
-                path = scope["path"].replace("%", "%25")
-            scope = {**scope, "path": path}
+            if raw is None:  # no raw path: slashes are lost, but a percent sign must survive decode_ref
+                scope = {**scope, "path": scope["path"].replace("%", "%25")}
+            elif _KEPT.search(text := raw.decode("latin-1").split("?", 1)[0]):
+                scope = {**scope, "path": keep_encoded_slashes(text)}
+            # else: nothing kept; the decoded path holds no escape that decode_ref would read
         await self.app(scope, receive, send)
