@@ -27,6 +27,7 @@ from lsm.inventory.tables import EnvironmentRow, InstanceRow
 from lsm.lifecycle import AttributeSets
 from lsm.orchestration.commands import ATTRIBUTE_SETS, ForceAttributes, ForceDestroy
 from lsm.orchestration.references import check_references
+from lsm.schemas.expert import MAX_REASON_LENGTH
 
 if TYPE_CHECKING:
     from lsm.orchestration.transfer import Outcome, _Transaction
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 SETTING = "expert_mode"
 #: the trigger of an expert step's event-log line
 TRIGGER = "expert"
-#: the longest reason kept (the event message and the audit details hold it)
-MAX_REASON_LENGTH = 2000
 
 
 def check_reason(reason: str | None) -> str:

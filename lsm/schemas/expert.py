@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH
 
-#: the longest reason accepted (``lsm.orchestration.expert.MAX_REASON_LENGTH``)
+#: the longest reason accepted (the event message and the audit details hold it)
 MAX_REASON_LENGTH = 2000
 
 _VERSION = "The version the call is based on; 409 if it is not current."
