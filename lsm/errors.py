@@ -14,7 +14,8 @@ status it maps to and a short ``kind`` used in the API error body
     ├── Conflict (409 conflict)
     │   ├── VersionConflict          current_version mismatch
     │   ├── TransferNotAllowed       no transfer for that trigger in this state (lists allowed)
-    │   └── IdentityConflict         identity attribute value already taken
+    │   ├── IdentityConflict         identity attribute value already taken
+    │   └── ExpertModeOff            an expert call while the setting ``expert_mode`` is off
     ├── InvalidInput (422 invalid_input)
     │   ├── InvalidAttributes        names each offending attribute path and why
     │   ├── InvalidSetting           unknown setting key or ill-typed value
@@ -115,6 +116,12 @@ class TransferNotAllowed(Conflict):
 
 class IdentityConflict(Conflict):
     kind = "identity_conflict"
+
+
+class ExpertModeOff(Conflict):
+    """An expert call (force state, attributes, destroy) while ``expert_mode`` is off; names it."""
+
+    kind = "expert_mode_off"
 
 
 class InvalidInput(LsmError):

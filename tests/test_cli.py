@@ -438,3 +438,36 @@ def test_compile_retry_queues_a_failed_export_again_and_refuses_a_bad_id(tmp_pat
     assert unknown.exit_code == 1 and "unknown compile" in unknown.output
     assert mixed.exit_code == 2 and "--retry" in mixed.output
     assert state == "failed"
+
+
+def test_expert_commands_are_refused_while_off_then_force_state_attributes_and_destroy(lsm: Any) -> None:
+    note = as_json(lsm("instance", "create", "note", "--attr", "title=/srv/expert", "--json"))
+    ref = "title=/srv/expert"
+    off = lsm("expert", "state", "note", ref, "published", "-v", "1", "--reason", "stuck")
+    assert off.exit_code != 0 and "expert_mode" in off.output
+    assert lsm("environment", "set", "expert_mode", "true").exit_code == 0
+    no_reason = lsm("expert", "state", "note", ref, "published", "-v", "1")
+    assert no_reason.exit_code != 0 and "--reason" in no_reason.output
+    forced = as_json(lsm("expert", "state", "note", ref, "published", "-v", "1", "-r", "stuck", "--json"))
+    assert (forced["state"], forced["version"]) == ("published", 2)
+    sets = as_json(
+        lsm(
+            "expert", "attributes", "note", note["id"], "-v", "2", "-r", "fix", "--rollback", "null", "--json"
+    assert sets["version"] == 3 and sets["rollback_attributes"] is None
+    bad = lsm("expert", "attributes", "note", note["id"], "-v", "3", "-r", "fix", "--active", "[1]")
+    assert bad.exit_code != 0 and "--active" in bad.output
+    gone = as_json(
+        lsm(
+            "expert",
+            "destroy",
+            "note",
+            note["id"],
+            "-v",
+            "3",
+            "-r",
+            "scrapped",
+            "--leave-resources",
+            "--json",
+    assert (gone["state"], gone["deleted"]) == ("archived", True)
+    log = as_json(lsm("instance", "log", "note", note["id"], "--json"))
+    assert [line["trigger"] for line in log] == ["create", "expert", "expert", "expert"]

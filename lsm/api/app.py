@@ -26,6 +26,7 @@ from lsm.api import (
     discovery,
     environments,
     events,
+    expert,
     graphs,
     health,
     inventory,
@@ -40,6 +41,7 @@ from lsm.api.deps import RequestIdMiddleware
 from lsm.api.docs import install_docs
 from lsm.api.errors import install_error_handlers
 from lsm.api.limits import BodyLimitMiddleware
+from lsm.api.refs import KeepEncodedSlashes
 from lsm.api.screening import screen_request
 from lsm.api.write_lane import ChangeAdmission
 from lsm.facade import Facades
@@ -50,6 +52,7 @@ ROUTERS = (
     health.router,
     catalog.router,
     discovery.adopt_router,  # before inventory: POST /{entity}/adopt
+    expert.router,
     inventory.router,
     compiles.router,
     desired_state.router,
@@ -93,6 +96,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     install_error_handlers(app)
     app.add_middleware(RequestIdMiddleware)  # error answers carry the request id too
+    app.add_middleware(KeepEncodedSlashes, prefix=inventory.router.prefix)  # lsm.api.refs
     # outermost: a change waiting for its turn costs nothing yet (lsm.api.write_lane)
     app.add_middleware(ChangeAdmission, prefix=inventory.router.prefix, max_body_bytes=max_body_bytes)
     check_declared(ROUTERS)

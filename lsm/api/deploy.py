@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.deploy import (
@@ -47,7 +48,7 @@ def list_resources(
         str | None, Query(alias="type", description="Only resources of this type (e.g. std::File).")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[ResourceOut]:
     """The newest version's resources and where their deploy stands, in id order."""
     return facades.deploy.list_resources(
@@ -61,7 +62,7 @@ def resource_actions(
     facades: FacadesDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[ResourceActionOut]:
     """The resource's action log, newest first (deploys and dry runs)."""
     return facades.deploy.resource_actions(ctx, resource_id, limit=limit, offset=offset)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.params import Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.discovery import AdoptRequest, DiscoveredResourceOut
@@ -48,7 +49,7 @@ def list_discovered(
         bool | None, Query(description="Only adopted (true) or not adopted (false) ones.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> list[DiscoveredResourceOut]:
     """Discovered resources of the environment, in resource-id order."""
     return facades.discovery.list_discovered(

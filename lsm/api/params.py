@@ -3,7 +3,8 @@
 Why: every number and name that reaches a query must fit the column it is compared with
 (``lsm.schemas.limits``): an ``offset`` of 2**70 or a 10 kB entity name used to be a 500 from
 the database driver. Declared here, the bounds are checked by FastAPI (a 422 naming the
-parameter) and published in ``/openapi.json``.
+parameter) and published in ``/openapi.json``. A route that declares its own integer
+parameter must bound it too: ``tests/api/test_param_bounds.py`` walks every route's.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Header, Path, Query
+from pydantic import AfterValidator
 
+from lsm.api.refs import decode_ref
 from lsm.schemas.limits import (
     MAX_ID_LENGTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -31,7 +34,12 @@ EnvironmentRef = Annotated[
 ]
 InstanceRef = Annotated[
     str,
-    Path(min_length=1, max_length=MAX_REF_LENGTH, description="An instance id, or <identity_attr>=<value>."),
+    Path(
+        min_length=1,
+        max_length=MAX_REF_LENGTH,
+        description="An instance id, or <identity_attr>=<value> (a `/` in the value sent as %2F).",
+    ),
+    AfterValidator(decode_ref),
 ]
 Id = Annotated[str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="An id (a UUID).")]
 Version = Annotated[int, Path(ge=0, le=MAX_INT, description="A desired-state version.")]

@@ -102,6 +102,20 @@ async def screen_request(request: Request) -> None:
         except ValueError:
             body = None  # not JSON: the route's own validation answers it
         problems += body_problems(body)
+    refuse(problems)
+
+
+def screen_form(fields: dict[str, str]) -> None:
+    """Refuse (422 ``invalid_input``) a console form with a field that can not be stored.
+
+    Why apart from ``screen_request``: a form's NUL is spelled ``%00`` in the raw body, which
+    the JSON scan does not read; the console parses its forms itself (``lsm.api.console.forms``)
+    and calls this on the fields, so that a form post is screened exactly like an API body."""
+    refuse([{**p, "in": "form"} for p in body_problems(fields)])
+
+
+def refuse(problems: list[dict[str, str]]) -> None:
+    """Raise the one 422 that lists ``problems`` (``[{"path", "in", "reason"}]``), if any."""
     if problems:
         where = "; ".join(f"{p['in']}.{p['path']}: {p['reason']}" for p in problems[:10])
         raise InvalidInput(

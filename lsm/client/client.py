@@ -24,6 +24,7 @@ import httpx
 from lsm.client.credentials import resolve_token
 from lsm.client.errors import error_from_response
 from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
+from lsm.client.expert import ExpertRoutes
 from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
 from lsm.client.routes import JsonList, JsonObject, Request
 from lsm.client.webhooks import WebhookRoutes
@@ -56,7 +57,7 @@ def _answer(response: httpx.Response) -> Any:
     return response.json()
 
 
-class Client(WebhookRoutes[JsonObject, JsonList]):
+class Client(WebhookRoutes[JsonObject, JsonList], ExpertRoutes[JsonObject, JsonList]):
     """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
     WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable); ``token``
     is sent as ``Authorization: Bearer``, found by ``lsm.client.credentials.resolve_token``
@@ -113,7 +114,10 @@ class Client(WebhookRoutes[JsonObject, JsonList]):
         self.close()
 
 
-class AsyncClient(WebhookRoutes[Awaitable[JsonObject], Awaitable[JsonList]]):
+class AsyncClient(
+    WebhookRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
+    ExpertRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
+):
     """The asynchronous client: every method returns an awaitable of what ``Client``'s returns."""
 
     def __init__(

@@ -11,7 +11,7 @@ import asyncio
 import time
 from typing import Any
 
-from lsm.errors import Conflict, InvalidInput
+from lsm.errors import Conflict, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.inventory import repository as repo
@@ -58,6 +58,7 @@ class CompilesFacade:
             raise InvalidInput(
                 "a partial compile needs instance_ids or service_entities", field="instance_ids"
             )
+        self._check_known(env.env_id, instance_ids)
         order = CompileOrder(
             env_id=env.env_id,
             kind=CompileKind(kind),
@@ -157,6 +158,7 @@ class CompilesFacade:
             env.binding(entity)
         if selector is not None:
             validate_spec(self.core.db, env.env_id, env.catalog, selector, model=env.model)
+        self._check_known(env.env_id, instance_ids)
         return self.core.explain(
             env,
             instance_ids=instance_ids or [],
@@ -164,6 +166,21 @@ class CompilesFacade:
             exclude=exclude or [],
             selector=selector,
         )
+
+    def _check_known(self, env_id: str, instance_ids: list[str] | None) -> None:
+        """Refuse (404 naming them) requested ids that are no instance of the environment: a
+        compile of nothing used to answer ``success`` as if those instances were compiled."""
+        if not instance_ids:
+            return
+        with self.core.db.read() as session:
+            unknown = repo.unknown_instance_ids(session, env_id, instance_ids)
+        if unknown:
+            shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+            raise UnknownInstance(
+                f"no such instances in this environment: {shown}",
+                field="instance_ids",
+                instances=unknown[:100],
+            )
 
     def list_selectors(self, ctx: RequestContext) -> list[dict[str, Any]]:
         """The selectors this environment can name, with their parameters (``lsm selector list``)."""

@@ -26,7 +26,17 @@ from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
 from lsm.inventory.tables import EventRow
 from lsm.inventory.views import compile_out, event_out, instance_out
-from lsm.orchestration import Command, Create, Delete, EnvironmentContext, SetState, Update
+from lsm.orchestration import (
+    Command,
+    Create,
+    Delete,
+    EnvironmentContext,
+    ForceAttributes,
+    ForceDestroy,
+    ForceState,
+    SetState,
+    Update,
+)
 from lsm.orchestration.imports import import_instances
 from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
 from lsm.schemas.deploy import DeploymentProgress, ResourceStatus
@@ -220,6 +230,47 @@ class InventoryFacade:
         self, ctx: RequestContext, entity: str, ref: str, *, current_version: int
     ) -> InstanceOut:
         return self._execute(ctx, Delete(entity, ref, current_version))
+
+    # -- expert mode (``lsm.orchestration.expert``: the gate, the reason and the audit) ------------
+    def expert_mode(self, ctx: RequestContext) -> bool:
+        """Whether the environment's ``expert_mode`` setting is on (as its context last saw it)."""
+        return self._env(ctx).settings.expert_mode
+
+    def _expert(self, ctx: RequestContext, command: Command) -> InstanceOut:
+        # never grouped: the audit record is written through the session, not as batched values
+        return instance_out(self.core.orchestrator.execute(self._env(ctx), command, origin=ctx.origin))
+
+    def expert_state(
+        self, ctx: RequestContext, entity: str, ref: str, *, current_version: int, state: str, reason: str
+    ) -> InstanceOut:
+        """Force the instance into ``state`` of its lifecycle (no transfer needed)."""
+        return self._expert(ctx, ForceState(entity, ref, current_version, state, reason=reason))
+
+    def expert_attributes(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        sets: dict[str, dict[str, Any] | None],
+        reason: str,
+    ) -> InstanceOut:
+        """Replace the given attribute sets (``candidate``, ``active``, ``rollback``)."""
+        return self._expert(ctx, ForceAttributes(entity, ref, current_version, sets, reason))
+
+    def expert_destroy(
+        self,
+        ctx: RequestContext,
+        entity: str,
+        ref: str,
+        *,
+        current_version: int,
+        reason: str,
+        purge_resources: bool,
+    ) -> InstanceOut:
+        """Terminate the instance without its lifecycle; its resources left or purged."""
+        return self._expert(ctx, ForceDestroy(entity, ref, current_version, reason, purge_resources))
 
     # -- reads -----------------------------------------------------------------------------------
     def list_instances(

@@ -176,6 +176,17 @@ def instance_versions(session: Session, ids: Collection[str]) -> dict[str, int]:
     return out
 
 
+def unknown_instance_ids(session: Session, env_id: str, ids: Iterable[str]) -> list[str]:
+    """Those of ``ids`` (in order, once each) that name no instance of ``env_id``, deleted ones
+    counting as known; two columns read, by primary key (``ids_in``)."""
+    wanted = list(dict.fromkeys(ids))
+    known: set[str] = set()
+    for chunk in chunked(wanted, 500):
+        query = sa_select(_INSTANCE.c.id, _INSTANCE.c.env_id).where(_INSTANCE.c.id.in_(chunk))
+        known.update(row.id for row in session.connection().execute(query) if row.env_id == env_id)
+    return [i for i in wanted if i not in known]
+
+
 def identity_taken(session: Session, env_id: str, entity: str, identity: str) -> InstanceRow | None:
     query = select(InstanceRow).where(
         InstanceRow.env_id == env_id,

@@ -81,6 +81,11 @@ class EnvironmentSettings(BaseModel):
         description="Validation compiles of different trees run together, up to this many.",
     )
 
+    expert_mode: bool = Field(
+        False,
+        description="Expert calls (force state, attributes, destroy) are allowed, to admins, with a reason.",
+    )
+
     @field_validator("selector")
     @classmethod
     def _selector(cls, value: SelectorSpec) -> SelectorSpec:

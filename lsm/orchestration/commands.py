@@ -102,7 +102,11 @@ class ExportFailed:
 
 @dataclass(frozen=True)
 class ForceState:
-    """Expert mode: move an instance to any state of its lifecycle, optionally with an operation."""
+    """Expert mode: move an instance to any state of its lifecycle, optionally with an operation.
+
+    With a ``reason`` it is an operator's expert call (``lsm.orchestration.expert``): refused
+    while the environment's ``expert_mode`` is off, and audited with the reason; without one
+    it is the engine's (or a test's) own force, unaudited."""
 
     entity: str
     ref: str
@@ -110,6 +114,37 @@ class ForceState:
     target_state: str
     operation: Operation | None = None
     message: str = ""
+    reason: str | None = None
+
+
+#: the attribute sets an expert may write (``ForceAttributes``)
+ATTRIBUTE_SETS = ("candidate", "active", "rollback")
+
+
+@dataclass(frozen=True)
+class ForceAttributes:
+    """Expert mode: replace some of an instance's attribute sets (``ATTRIBUTE_SETS``), state
+    unchanged; ``sets`` maps a set's name to its new value (``None`` empties it). Each value
+    is checked against the entity's schema, not against the attribute modifiers."""
+
+    entity: str
+    ref: str
+    current_version: int
+    sets: dict[str, dict[str, Any] | None]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ForceDestroy:
+    """Expert mode: terminate an instance without its lifecycle (no validation, no deploy
+    waited for). ``purge_resources``: queue the export of its tree that takes its resources out
+    of the desired state now; otherwise they stay there until an export covers its tree."""
+
+    entity: str
+    ref: str
+    current_version: int
+    reason: str
+    purge_resources: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,4 +179,6 @@ Command = (
     | ResourceOutcome
     | ExportFailed
     | ForceState
+    | ForceAttributes
+    | ForceDestroy
 )

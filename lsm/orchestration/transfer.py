@@ -76,6 +76,7 @@ from lsm.lifecycle import (
     apply_operation,
     changes_desired_state,
 )
+from lsm.orchestration import expert
 from lsm.orchestration.batch import ItemError, batch_error, check_size, positions
 from lsm.orchestration.commands import (
     SYSTEM,
@@ -84,6 +85,8 @@ from lsm.orchestration.commands import (
     Create,
     Delete,
     ExportFailed,
+    ForceAttributes,
+    ForceDestroy,
     ForceState,
     Origin,
     ResourceOutcome,
@@ -744,6 +747,10 @@ class _Transaction:
                 return self.export_failed(command)
             case ForceState():
                 return self.force_state(command)
+            case ForceAttributes():
+                return expert.force_attributes(self, command)
+            case ForceDestroy():
+                return expert.force_destroy(self, command)
         raise TypeError(f"unknown command {command!r}")
 
     # -- commands ------------------------------------------------------------------------------
@@ -889,18 +896,25 @@ class _Transaction:
         )
 
     def force_state(self, command: ForceState) -> Outcome:
+        reason = None if command.reason is None else expert.begin(self, command.reason)
         row = self.lock(command.entity, command.ref, command.current_version)
         lifecycle = self.ctx.lifecycle(self.ctx.binding(row.entity))
         if not lifecycle.has_state(command.target_state):
             raise InvalidInput(
                 f"{command.target_state!r} is not a state of lifecycle {lifecycle.name!r}",
+                field="state",
                 target_state=command.target_state,
+                known=[s.name for s in lifecycle.states],
             )
         sets = AttributeSets(row.candidate_attributes, row.active_attributes, row.rollback_attributes)
         if command.operation:
             sets = apply_operation(command.operation, sets)
         changes = changes_desired_state(lifecycle, row.state, command.target_state, command.operation)
-        self.apply(row, row.state, command.target_state, sets, changes, "force", command.message, None, False)
+        message = command.message
+        if reason is not None:
+            expert.record(self, row, "state", reason, state=row.state, target_state=command.target_state)
+            message = f"{message}: {reason}" if message else reason
+        self.apply(row, row.state, command.target_state, sets, changes, expert.TRIGGER, message, None, False)
         return Outcome(row, executed=True, compiles=self.compiles)
 
     # -- shared steps ------------------------------------------------------------------------------

@@ -103,7 +103,11 @@ class CreateToken(BaseModel):
     )
     expires_at: datetime | None = Field(None, description="When the token stops working (UTC).")
     expires_in: int | None = Field(
-        None, ge=1, le=MAX_TOKEN_LIFETIME, description="Seconds from now until it stops working."
+        None,
+        ge=1,
+        le=MAX_TOKEN_LIFETIME,
+        strict=True,  # "3600" is not a number of seconds (the roles' enum can not be strict)
+        description="Seconds from now until it stops working.",
     )
 
     @model_validator(mode="after")

@@ -106,7 +106,7 @@ class ResourceActionOut(BaseModel):
 
 
 class DeployRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     dry_run: bool = Field(False, description="Only read: report the changes a deploy would make.")
     agents: list[str] | None = Field(None, description="Only these agents' resources (default: every agent).")

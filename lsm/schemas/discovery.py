@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 #: the most ids one adopt request may name (one transaction)
 MAX_ADOPT = 1000
@@ -34,6 +34,8 @@ class DiscoveredResourceOut(BaseModel):
 
 class AdoptRequest(BaseModel):
     """Adopt discovered resources as instances of an entity: all of them, or none."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     discovered_ids: list[str] = Field(min_length=1, max_length=MAX_ADOPT)
     #: one of the lifecycle's ``alternative_initial_states``; the first one when absent

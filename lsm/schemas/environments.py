@@ -40,7 +40,7 @@ class CreateEnvironment(BaseModel):
 class ModelChoice(BaseModel):
     """``PUT /api/v1/environments/{env}/model``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     model: str = Field(
         min_length=1, description="A model the server offers (name, or path under model_dirs)."

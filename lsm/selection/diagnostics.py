@@ -8,7 +8,9 @@ query per hop over the selected instances only):
 * ``owner_tree``: in the same ownership tree as the requested instance (or as an instance it
   brought in through a relation): a set is compiled from its whole tree;
 * ``relation``: reached from the requested instance through inter-service relations, within
-  the selection (what ``relation_closure`` and selectors like the tunnel's follow);
+  the selection (what ``relation_closure`` and selectors like the tunnel's follow); only for a
+  selector that follows relations (``BaseSelector.follows_relations``): a filter's picks that
+  a relation happens to reach are still its own, ``custom``;
 * ``custom``: chosen by the selector for reasons of its own (a filter on state or attribute).
   With one requested instance it is listed under it; with several, under ``"*"`` (the request
   as a whole): a selector runs once for all of them and does not say which one caused what.
@@ -57,7 +59,7 @@ def explain_selection(view: InventoryView, selection: Selection, spec: Any) -> d
     # the walk only explains selected instances not seen yet: once every one is (an owner-tree
     # selection always is), its relation reads would find nothing; they were about a tenth of
     # a batched export's time
-    while frontier and not selected <= seen:
+    while selection.follows_relations and frontier and not selected <= seen:
         ids = [i for i, _ in frontier]
         came_from = dict(frontier)
         outgoing = view.references_from_many(ids)

@@ -87,6 +87,8 @@ class Selection:
     instances: SelectionResult
     roots: list[str]
     completed: list[str] = field(default_factory=list)
+    #: whether relations explain what the selector added (``BaseSelector.follows_relations``)
+    follows_relations: bool = True
 
     @property
     def ids(self) -> list[str]:
@@ -104,6 +106,11 @@ class BaseSelector:
 
     #: The name used in errors and reports (the registered name for bundled selectors).
     name: ClassVar[str] = ""
+    #: Whether this selector picks what inter-service relations reach (``relation_closure``, a
+    #: tunnel's selector): the compile report then says ``relation`` for an instance a relation
+    #: reaches. A filter (by entity, state, attribute) sets it False: its picks are ``custom``
+    #: whatever relations happen to join them (``lsm.selection.diagnostics``).
+    follows_relations: ClassVar[bool] = True
 
     def __init__(self, view: InventoryView, catalog: Catalog) -> None:
         self.view = view
@@ -240,8 +247,20 @@ def select(selector: BaseSelector, requested_ids: Iterable[str]) -> Selection:
             traceback=traceback.format_exc(),
         ) from exc
     return Selection(
-        requested=requested, answer=checked, instances=instances, roots=roots, completed=completed
+        requested=requested,
+        answer=checked,
+        instances=instances,
+        roots=roots,
+        completed=completed,
+        follows_relations=follows_relations(selector),
     )
+
+
+def follows_relations(selector: BaseSelector) -> bool:
+    """Whether relations explain a selector's picks: a union's when any of its parts' do."""
+    if isinstance(selector, UnionSelector):
+        return any(follows_relations(part) for part in selector.selectors)
+    return selector.follows_relations
 
 
 def _checked(selector: BaseSelector, raw: Mapping[str, Iterable[str]]) -> SelectionResult:

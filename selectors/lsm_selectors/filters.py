@@ -31,7 +31,12 @@ def _names(values: str | Iterable[str]) -> list[str]:
 
 
 class TreeFilterSelector(Selector):
-    """Base of the filters: ``matching()`` ids, expanded to their whole ownership trees."""
+    """Base of the filters: ``matching()`` ids, expanded to their whole ownership trees.
+
+    A filter's picks are ``custom`` in a compile report, never ``relation``: it chose them by
+    what they are, not by what they are related to."""
+
+    follows_relations = False
 
     def __init__(self, view: InventoryView, catalog: Catalog) -> None:
         super().__init__(view, catalog)

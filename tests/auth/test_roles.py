@@ -41,6 +41,9 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/lsm/v1/service_inventory/{entity}/{ref}"): (V, ENV),
     ("PATCH", "/lsm/v1/service_inventory/{entity}/{ref}"): (OP, ENV),
     ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/state"): (OP, ENV),
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/state"): (A, ENV),
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/attributes"): (A, ENV),
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/destroy"): (A, ENV),
     ("DELETE", "/lsm/v1/service_inventory/{entity}/{ref}"): (OP, ENV),
     ("GET", "/lsm/v1/service_inventory/{entity}/{ref}/log"): (V, ENV),
     ("GET", "/lsm/v1/service_inventory/{entity}/{ref}/resources"): (V, ENV),
@@ -101,6 +104,9 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/inventory/{entity}/{ref}"): (V, ENV),
     ("POST", "/inventory/{entity}/{ref}/update"): (OP, ENV),
     ("POST", "/inventory/{entity}/{ref}/state"): (OP, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/state"): (A, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/attributes"): (A, ENV),
+    ("POST", "/inventory/{entity}/{ref}/expert/destroy"): (A, ENV),
     ("POST", "/inventory/{entity}/{ref}/delete"): (OP, ENV),
     # the console's operations pages (lsm.api.console.operations)
     ("GET", "/compiles"): (V, ENV),
@@ -208,6 +214,21 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/state"): lambda n: {
         "current_version": 1,
         "target_state": "published",
+    },
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/state"): lambda n: {
+        "current_version": 1,
+        "state": "published",
+        "reason": "role test",
+    },
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/attributes"): lambda n: {
+        "current_version": 1,
+        "candidate": None,
+        "reason": "role test",
+    },
+    ("POST", "/lsm/v1/service_inventory/{entity}/{ref}/expert/destroy"): lambda n: {
+        "current_version": 1,
+        "purge_resources": False,
+        "reason": "role test",
     },
     ("POST", "/api/v1/compiles"): lambda n: {"kind": "full"},
     ("POST", "/api/v1/environments"): lambda n: {"name": f"new-{n}"},

@@ -163,7 +163,7 @@ def test_expert_force_moves_anywhere_with_one_desired_state_rule(engine: ApiRunt
     assert (last.source, last.target, last.trigger, last.message) == (
         "rejected",
         "creating",
-        "force",
+        "expert",
         "fixed by hand",
     )
     with pytest.raises(InvalidInput):

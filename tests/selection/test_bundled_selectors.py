@@ -167,3 +167,25 @@ def test_bundled_selectors_are_built_by_name_with_parameters(db: Database) -> No
         build_selector("entity", view, CATALOG)  # the entities parameter is required
     assert info.value.details["selector"] == "entity"
     assert "TypeError" in info.value.details["traceback"]
+
+
+def test_a_filters_picks_are_explained_as_custom_even_when_a_relation_reaches_them(
+    tunnel_net: dict[str, Any],
+) -> None:
+    from lsm.selection import select
+    from lsm.selection.diagnostics import explain_selection
+
+    inv, tunnel, r1 = tunnel_net["inv"], tunnel_net["tunnel"], tunnel_net["r1"]
+    view = inv.view()
+    requested = r1["ports"][0]  # the tunnel refers to it: a relation reaches the tunnel from here
+    filtered = select(EntitySelector(view, CATALOG, entities=["tunnel"]), [requested])
+    added = explain_selection(view, filtered, "entity")["added"][requested]
+    assert added[tunnel] == "custom"
+    assert {reason for i, reason in added.items() if i != tunnel} <= {"owner_tree", "custom"}
+    followed = select(RelationClosureSelector(view, CATALOG), [requested])
+    assert explain_selection(view, followed, "relation_closure")["added"][requested][tunnel] == "relation"
+    union = select(
+        EntitySelector(view, CATALOG, entities=["tunnel"]) | RelationClosureSelector(view, CATALOG),
+        [requested],
+    )
+    assert explain_selection(view, union, "union")["added"][requested][tunnel] == "relation"

@@ -19,6 +19,7 @@ from lsm.api.console import (
     compiles_pages,
     desired_state_pages,
     discovered_pages,
+    expert,
     instance,
     inventory,
     live,
@@ -34,6 +35,7 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     live.router,
     inventory.router,
     instance.router,
+    expert.router,  # the instance page's danger zone
     # the operations pages (lsm.api.console.operations)
     compiles_pages.router,
     desired_state_pages.router,

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 from fastapi import Request
 
 from lsm.api.console.session import CSRF_FIELD, CSRF_HEADER, ConsoleDenied, csrf_ok
+from lsm.api.screening import screen_form
 from lsm.errors import Forbidden, InvalidInput
 
 
@@ -26,6 +27,7 @@ async def read_form(request: Request) -> dict[str, str]:
     except UnicodeDecodeError:
         raise InvalidInput("the form is not UTF-8") from None
     fields = {key: values[-1] for key, values in parse_qs(text, keep_blank_values=True).items()}
+    screen_form(fields)  # a %00 is no JSON escape: the app-wide screening did not see it
     sent = fields.pop(CSRF_FIELD, None) or request.headers.get(CSRF_HEADER)
     if not csrf_ok(request, sent):
         raise ConsoleDenied(

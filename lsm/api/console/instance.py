@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.access import Scope, check
 from lsm.api.console.drawing import owner_tree_svg
 from lsm.api.console.forms import read_form
 from lsm.api.console.inventory import error_view
@@ -105,6 +106,7 @@ async def render(
 ) -> Response:
     ctx = context_of(request)
     view = await run_in_threadpool(instance_view, get_facades(request), ctx, entity, ref)
+    view["expert"] = await run_in_threadpool(expert_zone, get_facades(request), ctx)
     if values is not None:
         view["values"] = {**view["values"], **values}
     canonical = f"/inventory/{entity}/{view['instance'].id}"
@@ -122,6 +124,16 @@ async def render(
 @router.get("/inventory/{entity}/{ref}")
 async def show(request: Request, entity: str, ref: str) -> Response:
     return await render(request, entity, ref)
+
+
+def expert_zone(facades: Facades, ctx: RequestContext) -> bool:
+    """Whether the page shows its danger zone (``lsm.api.console.expert``): to an admin of the
+    environment, while its ``expert_mode`` setting is on."""
+    try:
+        check(Scope.ENVIRONMENT, Role.ADMIN, ctx, facades)
+    except LsmError:
+        return False
+    return facades.inventory.expert_mode(ctx)
 
 
 def form_version(fields: dict[str, str]) -> int:
