@@ -453,6 +453,8 @@ def test_expert_commands_are_refused_while_off_then_force_state_attributes_and_d
     sets = as_json(
         lsm(
             "expert", "attributes", "note", note["id"], "-v", "2", "-r", "fix", "--rollback", "null", "--json"
+        )
+    )
     assert sets["version"] == 3 and sets["rollback_attributes"] is None
     bad = lsm("expert", "attributes", "note", note["id"], "-v", "3", "-r", "fix", "--active", "[1]")
     assert bad.exit_code != 0 and "--active" in bad.output
@@ -468,6 +470,8 @@ def test_expert_commands_are_refused_while_off_then_force_state_attributes_and_d
             "scrapped",
             "--leave-resources",
             "--json",
+        )
+    )
     assert (gone["state"], gone["deleted"]) == ("archived", True)
     log = as_json(lsm("instance", "log", "note", note["id"], "--json"))
     assert [line["trigger"] for line in log] == ["create", "expert", "expert", "expert"]
