@@ -97,23 +97,16 @@ class Jail:
     @contextmanager
     def _directory(self, path: str | Path, who: str) -> Iterator[int]:
         root, resolved = self.resolve(path, who=who)
-        fd = _open_root(root, who)
-        try:
-            for part in resolved.relative_to(root).parts:
-                inner = _step(fd, part, resolved, who)
-                os.close(fd)
-                fd = inner
+        with _walk(root, resolved, who) as fd:
             yield fd
-        finally:
-            os.close(fd)
 
     @contextmanager
     def parent(self, path: str | Path, *, who: str) -> Iterator[tuple[int, str]]:
         """``(descriptor of the folder, file name)`` of a file ``path`` under a root."""
-        _root, resolved = self.resolve(path, who=who)
-        if resolved in self.roots:
+        root, resolved = self.resolve(path, who=who)
+        if resolved == root:
             raise HandlerError(f"{who}: {path} is a root directory of the agent, not a file")
-        with self._directory(resolved.parent, who) as fd:
+        with _walk(root, resolved.parent, who) as fd:
             yield fd, resolved.name
 
     def stat(self, path: str | Path, *, who: str) -> os.stat_result | None:
@@ -270,6 +263,20 @@ def read_at(
         return b"".join(chunks), info
     except OSError as exc:
         raise HandlerError(f"{who}: can not read {shown}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _walk(root: Path, resolved: Path, who: str) -> Iterator[int]:
+    """Open ``resolved`` (a folder under ``root``) one part at a time, never through a link."""
+    fd = _open_root(root, who)
+    try:
+        for part in resolved.relative_to(root).parts:
+            inner = _step(fd, part, resolved, who)
+            os.close(fd)
+            fd = inner
+        yield fd
     finally:
         os.close(fd)
 
