@@ -21,7 +21,10 @@ into an instance that manages exactly it (docs/semantics.md §6):
   ``up`` (the fields an adopter needs for a ``linux::Interface``). Read with
   ``ip -json`` (argument lists, never a shell).
 
-Discovery never changes the target. A handler that fails (unreachable URL, missing directory,
+Discovery never changes the target, and reads it only through the agent's jail
+(``lsm.deploy.jail``): files under the agent's roots, never through a link that leads out, URLs
+under ``handler_url_roots``; patterns run on RE2 (``lsm.deploy.patterns``), in linear time.
+A handler that fails (unreachable URL, missing directory,
 missing namespace) raises ``HandlerError``: the run fails and the previous results stay.
 """
 
