@@ -90,3 +90,46 @@ def test_an_id_at_the_limit_is_stored_and_a_2_7_kb_attribute_fails_the_compile_n
     )
     assert fixed.status_code == 200, fixed.text
     assert full_compile(engine, http)["status"] == "success"
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "discovery"
+FILES = "/lsm/v1/service_inventory/managed_file"
+
+
+def test_the_example_refuses_a_long_host_with_a_422_and_its_validation_refuses_a_long_id(
+    db: Database, tmp_path: Path
+) -> None:
+    """An order with attributes that fit the entity but make an id over the limit is refused by
+    its validation compile (naming the limit), and never blocks the other orders' compiles."""
+    config = ServerConfig(
+        database_url=db.url,
+        model=str(EXAMPLE),
+        lifecycle_dirs=[str(EXAMPLE)],
+        embedded_worker=False,
+        state_dir=str(tmp_path),
+    )
+    engine = build_api(config, db=db)
+    engine.start()
+    try:
+        with served_url(engine) as url, httpx.Client(base_url=url, timeout=30) as http:
+            long_host = http.post(FILES, json={"attributes": {"host": "h" * 2700, "path": "/srv/a"}})
+            assert long_host.status_code == 422, long_host.text
+            assert [e["path"] for e in long_host.json()["errors"]] == ["host"]
+            assert "253" in long_host.text
+
+            # 4-byte characters: a host and a path within the entity's limits, an id of ~2 kB
+            wide = "\U0001d54f"
+            path = "/" + "/".join([wide * 60] * 4)
+            too_long = http.post(FILES, json={"attributes": {"host": wide * 253, "path": path}})
+            assert too_long.status_code == 200, too_long.text
+            fine = http.post(FILES, json={"attributes": {"host": "h1", "path": str(tmp_path / "f")}})
+            assert fine.status_code == 200, fine.text
+            engine.processing.drain()
+            refused = http.get(f"{FILES}/{too_long.json()['id']}").json()
+            assert refused["state"] == "rejected", refused
+            events = http.get(f"{FILES}/{too_long.json()['id']}/log").json()
+            assert any("over the limit of 1280 bytes" in str(e) for e in events), events
+            assert http.get(f"{FILES}/{fine.json()['id']}").json()["state"] in ("creating", "up")
+            assert full_compile(engine, http)["status"] == "success"
+    finally:
+        engine.stop()
