@@ -77,14 +77,6 @@ class Jail:
             f"({', '.join(map(str, self.roots)) or 'none'}; setting handler_roots)"
         )
 
-    def is_inside(self, path: str | Path) -> bool:
-        """Whether ``path`` resolves to a place under a root (for filtering, not for acting)."""
-        try:
-            self.resolve(path, who="")
-        except HandlerError:
-            return False
-        return True
-
     @contextmanager
     def directory(self, path: str | Path, *, who: str) -> Iterator[int]:
         """A descriptor of directory ``path`` (under a root), opened without following any link."""
