@@ -38,6 +38,7 @@ from benchmarks import report
 from benchmarks.backend import backend_name, fresh_database
 from benchmarks.stats import percentile
 from lsm.deploy.agent import AgentService
+from lsm.deploy.jail import Jail
 from lsm.desired_state.records import ExportRequest, ResourceRecord
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_tables import lsm_resource_state
@@ -83,6 +84,8 @@ def _agent(engine: ApiRuntime, args: argparse.Namespace, workdir: Path) -> Agent
         threads=args.threads,
         batch=args.batch,
         state_dir=workdir,
+        # the std::File scenario writes its files beside the state directory, in the bench's workdir
+        jail=Jail.of([workdir, args.workdir]),
     )
 
 

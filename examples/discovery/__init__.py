@@ -26,17 +26,23 @@ from typing import Annotated, Any
 
 from lsm_handlers.discovery import FileDiscovery, InterfaceDiscovery
 from lsm_handlers.files import File
+from pydantic import Field
 
 import lsm
 from lsm.model.resource_id import ResourceIdParts
+from lsm.schemas.limits import MAX_PATH_BYTES
 
 from .handlers import HANDLERS  # noqa: F401  (the model's handlers: the Credentials/InterfaceBase pattern)
+
+#: the agent that deploys: a host name (at most 253 characters, as DNS), so that an order with a
+#: longer one is refused with a 422 naming ``host`` instead of making resource ids no store holds
+Host = Annotated[str, Field(min_length=1, max_length=253)]
 
 
 class ManagedFile(lsm.ServiceEntity):
     """A file on a host, with its content and permission bits."""
 
-    host: str
+    host: Host
     path: str
     content: Annotated[str, lsm.rw_plus] = ""
     mode: Annotated[int, lsm.rw_plus] = 0o644
@@ -50,8 +56,8 @@ class FileDiscoveryService(lsm.ServiceEntity):
     again every ``poll`` seconds (``0``: on a change or a repair only)."""
 
     name: str
-    host: str
-    directory: str
+    host: Host
+    directory: Annotated[str, Field(max_length=MAX_PATH_BYTES)]
     pattern: Annotated[str, lsm.rw_plus] = ".*"
     poll: Annotated[float, lsm.rw_plus] = 0.0
 
@@ -64,7 +70,7 @@ class InterfaceDiscoveryService(lsm.ServiceEntity):
     names match ``name_filter`` (all when empty), again every ``poll`` seconds."""
 
     name: str
-    host: str
+    host: Host
     namespace: str = ""
     name_filter: Annotated[str | None, lsm.rw_plus] = None
     poll: Annotated[float, lsm.rw_plus] = 0.0

@@ -13,7 +13,6 @@ one would open an SSH or HTTP session in ``login`` (and close it in ``post``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from pydantic import BaseModel
 
 import lsm
 from lsm.deploy.handler import Change, HandlerError
+from lsm.deploy.jail import Jail
+from lsm.deploy.patterns import user_pattern
 
 
 class Credentials(lsm.Resource):
@@ -55,32 +56,42 @@ class UnmanagedInterface(BaseModel):
 
 
 class DeviceSession:
-    """A logged-in connection to a device (here: its directory)."""
+    """A logged-in connection to a device (here: its directory, reached through the agent's jail)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, jail: Jail, root: Path, who: str) -> None:
+        self.jail = jail
         self.root = root
+        self.who = who
 
     def interfaces(self) -> dict[str, dict[str, Any]]:
-        path = self.root / "interfaces.json"
-        return dict(json.loads(path.read_text())) if path.exists() else {}
+        found = self.jail.read(self.root / "interfaces.json", who=self.who)
+        return dict(json.loads(found[0])) if found is not None else {}
 
     def save(self, interfaces: Mapping[str, Any]) -> None:
-        (self.root / "interfaces.json").write_text(json.dumps(dict(interfaces), sort_keys=True, indent=1))
+        data = json.dumps(dict(interfaces), sort_keys=True, indent=1).encode()
+        self.jail.write(self.root / "interfaces.json", data, 0o644, who=self.who)
 
 
 class InterfaceBase:
-    """The connection code both handlers share: log in with a resource's credentials."""
+    """The connection code both handlers share: log in with a resource's credentials.
+
+    Like every handler that touches files, it does so through ``ctx.jail`` (docs/handlers.md
+    §3): a device directory outside the agent's roots, or a link leading out of them, is refused.
+    """
 
     def login(self, ctx: lsm.HandlerContext, resource: Credentials) -> DeviceSession:
         root = Path(resource.device)
+        found = ctx.jail.read(root / "credentials.json", who=resource.id)
         try:
-            known = json.loads((root / "credentials.json").read_text())
-        except (OSError, ValueError) as exc:
+            if found is None:
+                raise ValueError("credentials.json is missing")
+            known = json.loads(found[0])
+        except ValueError as exc:
             raise HandlerError(f"{resource.id}: can not reach device {root}: {exc}") from None
         if (known.get("username"), known.get("password")) != (resource.username, resource.password):
             raise HandlerError(f"{resource.id}: login to {root} as {resource.username!r} refused")
         ctx.debug("logged in", device=str(root), username=resource.username)
-        return DeviceSession(root)
+        return DeviceSession(ctx.jail, root, resource.id)
 
 
 class InterfaceDiscoveryHandler(InterfaceBase, lsm.DiscoveryHandler[InterfaceDiscovery, UnmanagedInterface]):
@@ -90,7 +101,7 @@ class InterfaceDiscoveryHandler(InterfaceBase, lsm.DiscoveryHandler[InterfaceDis
         self, ctx: lsm.HandlerContext, resource: InterfaceDiscovery
     ) -> dict[str, UnmanagedInterface]:
         session = self.login(ctx, resource)
-        wanted = re.compile(resource.name_filter) if resource.name_filter else None
+        wanted = user_pattern(resource.name_filter, "name_filter") if resource.name_filter else None
         return {
             Interface.resource_id(resource.agent, name): UnmanagedInterface(
                 host=resource.agent, interface_name=name, ip_address=values.get("ip_address")

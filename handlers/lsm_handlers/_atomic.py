@@ -19,7 +19,8 @@ from pathlib import Path
 
 def atomic_write(path: Path, data: bytes, mode: int, *, durable: bool = False) -> None:
     """Replace ``path`` by a file holding ``data`` with permission bits ``mode``."""
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # a short name of its own: a target name of the longest length still has room beside it
+    fd, temp = tempfile.mkstemp(prefix=".lsm-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

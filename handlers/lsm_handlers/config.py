@@ -19,6 +19,7 @@ percent-encoded (``/`` and a leading ``.`` included), so no value can leave the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,17 +28,28 @@ from urllib.parse import quote
 
 import lsm
 from lsm.deploy.handler import ENGINE_ATTRIBUTES, Change, HandlerError
+from lsm.schemas.limits import MAX_FILE_NAME_BYTES
 from lsm_handlers._atomic import atomic_write
 
 FILE_MODE = 0o644
 
 
-def safe_part(text: str) -> str:
-    """``text`` as one path component: percent-encoded, never ``.``/``..``, never hidden, never empty."""
+def safe_part(text: str, suffix: str = "") -> str:
+    """``text`` as one path component: percent-encoded, never ``.``/``..``, never hidden, never empty.
+
+    A component that would not fit a file name (``MAX_FILE_NAME_BYTES`` with ``suffix``) keeps
+    its start and ends in ``~`` and a SHA-256 of the whole text: an agent name or id value of
+    any length deploys (percent-encoding alone triples a non-ASCII name) and two names never
+    share a file.
+    """
     part = quote(text, safe="")
     if part.startswith("."):
         part = "%2E" + part[1:]
-    return part or "%"
+    part = part or "%"
+    if len(part) + len(suffix) > MAX_FILE_NAME_BYTES:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        part = part[: MAX_FILE_NAME_BYTES - len(suffix) - len(digest) - 1] + "~" + digest
+    return part + suffix
 
 
 def id_value(resource_id: str, agent: str) -> str:
@@ -51,7 +63,7 @@ def config_path(state_dir: Path, resource_id: str, agent: str) -> Path:
     """Where the config-file handler keeps ``resource_id``."""
     resource_type = resource_id.split("[", 1)[0]
     folders = [safe_part(p) for p in resource_type.split("::")]
-    return Path(state_dir, safe_part(agent), *folders, safe_part(id_value(resource_id, agent)) + ".json")
+    return Path(state_dir, safe_part(agent), *folders, safe_part(id_value(resource_id, agent), ".json"))
 
 
 def canonical_json(values: Mapping[str, Any]) -> bytes:

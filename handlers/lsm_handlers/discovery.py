@@ -21,7 +21,10 @@ into an instance that manages exactly it (docs/semantics.md §6):
   ``up`` (the fields an adopter needs for a ``linux::Interface``). Read with
   ``ip -json`` (argument lists, never a shell).
 
-Discovery never changes the target. A handler that fails (unreachable URL, missing directory,
+Discovery never changes the target, and reads it only through the agent's jail
+(``lsm.deploy.jail``): files under the agent's roots, never through a link that leads out, URLs
+under ``handler_url_roots``; patterns run on RE2 (``lsm.deploy.patterns``), in linear time.
+A handler that fails (unreachable URL, missing directory,
 missing namespace) raises ``HandlerError``: the run fails and the previous results stay.
 """
 
@@ -42,6 +45,8 @@ from pydantic import BaseModel, Field, field_validator
 
 import lsm
 from lsm.deploy.handler import HandlerError
+from lsm.deploy.jail import checked_path, read_at
+from lsm.deploy.patterns import user_pattern
 
 #: seconds one ``ip`` command or one HTTP request may take
 TIMEOUT = 30.0
@@ -50,12 +55,8 @@ _TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _regex(value: str | None, what: str) -> str | None:
-    if value is None:
-        return None
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"{what} {value!r} is not a regular expression: {exc}") from None
+    if value is not None:
+        user_pattern(value, what)
     return value
 
 
@@ -72,9 +73,7 @@ class FileDiscovery(lsm.Resource, type="std::FileDiscovery", id_attribute="name"
     @field_validator("directory")
     @classmethod
     def _absolute(cls, value: str) -> str:
-        if not os.path.isabs(value):
-            raise ValueError(f"std::FileDiscovery directory {value!r} is relative: give an absolute path")
-        return os.path.normpath(value)
+        return checked_path(value, "std::FileDiscovery directory")
 
     @field_validator("pattern")
     @classmethod
@@ -97,42 +96,44 @@ def file_id(agent: str, path: str | Path) -> str:
 
 
 class FileDiscoveryHandler(lsm.DiscoveryHandler[FileDiscovery, FoundFile]):
-    def _candidates(self, root: Path, recursive: bool) -> Iterator[Path]:
+    """Lists and reads files through the agent's jail: only under its roots, never through a link."""
+
+    @staticmethod
+    def _candidates(top: int, recursive: bool) -> Iterator[tuple[int, str, str]]:
+        """``(folder descriptor, path relative to the directory, file name)``, links never followed."""
         if not recursive:
-            yield from sorted(root.iterdir())
+            with os.scandir(top) as entries:
+                names = sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+            yield from ((top, name, name) for name in names)
             return
-        for folder, dirs, files in os.walk(root):
+        for folder, dirs, files, fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
             dirs.sort()
             for name in sorted(files):
-                yield Path(folder) / name
+                yield fd, os.path.normpath(os.path.join(folder, name)), name
 
     def discover_resources(self, ctx: lsm.HandlerContext, resource: FileDiscovery) -> dict[str, FoundFile]:
-        root = Path(resource.directory)
-        if not root.is_dir():
-            raise HandlerError(f"{resource.id}: {root} is not a directory")
-        wanted = re.compile(resource.pattern)
+        who = resource.id
+        _root, directory = ctx.jail.resolve(resource.directory, who=who)
+        wanted = user_pattern(resource.pattern)
         found: dict[str, FoundFile] = {}
-        for path in self._candidates(root, resource.recursive):
-            if not wanted.fullmatch(path.name):
-                continue
-            try:
-                info = path.lstat()
-                if not stat.S_ISREG(info.st_mode):
+        with ctx.jail.directory(directory, who=who) as top:
+            for fd, relative, name in self._candidates(top, resource.recursive):
+                if not wanted.fullmatch(name):
                     continue
-                if info.st_size > resource.max_size:
-                    ctx.warning("file left out: larger than max_size", path=str(path), size=info.st_size)
+                path = str(directory / relative)
+                try:
+                    data, info = read_at(fd, name, who=who, shown=path, max_size=resource.max_size)
+                    content = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    ctx.warning("file left out: not UTF-8 text", path=path)
                     continue
-                content = path.read_bytes().decode("utf-8")
-            except UnicodeDecodeError:
-                ctx.warning("file left out: not UTF-8 text", path=str(path))
-                continue
-            except OSError as exc:
-                ctx.warning("file left out: can not read it", path=str(path), error=exc.strerror)
-                continue
-            found[file_id(resource.agent, path)] = FoundFile(
-                path=os.path.normpath(str(path)), content=content, mode=stat.S_IMODE(info.st_mode)
-            )
-        ctx.info("files discovered", directory=str(root), count=len(found))
+                except (HandlerError, OSError) as exc:
+                    ctx.warning("file left out", path=path, error=str(exc))
+                    continue
+                found[file_id(resource.agent, path)] = FoundFile(
+                    path=path, content=content, mode=stat.S_IMODE(info.st_mode)
+                )
+        ctx.info("files discovered", directory=str(directory), count=len(found))
         return found
 
 
@@ -169,7 +170,8 @@ class HttpCollectionDiscoveryHandler(lsm.DiscoveryHandler[HttpCollectionDiscover
         self, ctx: lsm.HandlerContext, resource: HttpCollectionDiscovery
     ) -> dict[str, Any]:
         try:
-            response = httpx.get(resource.url, headers=resource.headers, timeout=TIMEOUT)
+            url = ctx.jail.url(resource.url, who=resource.id)
+            response = httpx.get(url, headers=resource.headers, timeout=TIMEOUT)
         except httpx.HTTPError as exc:
             raise HandlerError(f"{resource.id}: GET {resource.url} failed: {exc}") from None
         if response.status_code != 200:
@@ -253,7 +255,7 @@ class InterfaceDiscoveryHandler(lsm.DiscoveryHandler[InterfaceDiscovery, Unmanag
     def discover_resources(
         self, ctx: lsm.HandlerContext, resource: InterfaceDiscovery
     ) -> dict[str, UnmanagedInterface]:
-        wanted = re.compile(resource.name_filter) if resource.name_filter else None
+        wanted = user_pattern(resource.name_filter, "name_filter") if resource.name_filter else None
         found: dict[str, UnmanagedInterface] = {}
         for link in ip_links(resource.namespace):
             name = str(link.get("ifname", ""))

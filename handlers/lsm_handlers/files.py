@@ -9,21 +9,25 @@ working directory is nobody's business.
 
 The parent directory must exist (model it with another resource, or keep files where one
 exists): creating directories nobody purges would leave debris behind.
+
+Every access goes through the agent's jail (``ctx.jail``, ``lsm.deploy.jail``): only under the
+roots the operator configured, never through a link that leads out, never a setuid, setgid or
+sticky mode unless the agent allows it. A path whose name parts the file system can not hold
+(``lsm.schemas.limits.MAX_FILE_NAME_BYTES``) is refused where the resource is built, so the
+order's compile fails, not its deploy.
 """
 
 from __future__ import annotations
 
-import os
 import stat
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
 import lsm
-from lsm.deploy.handler import Change, HandlerError
-from lsm_handlers._atomic import atomic_write
+from lsm.deploy.handler import Change
+from lsm.deploy.jail import checked_path
 
 
 class File(lsm.Resource, type="std::File", id_attribute="path"):
@@ -36,74 +40,39 @@ class File(lsm.Resource, type="std::File", id_attribute="path"):
     @field_validator("path")
     @classmethod
     def _absolute(cls, value: str) -> str:
-        if not os.path.isabs(value):
-            raise ValueError(f"std::File path {value!r} is relative: give an absolute path")
-        if "\0" in value:
-            raise ValueError("std::File path contains a NUL byte")
-        return os.path.normpath(value)
+        return checked_path(value, "std::File path")
 
 
 class FileHandler(lsm.CRUDHandler[File]):
-    """Reads, writes (atomically), chmods and removes one file."""
-
-    def _path(self, resource: File) -> Path:
-        path = Path(resource.path)
-        if not path.is_absolute():  # a File built without validation (model_construct)
-            raise HandlerError(f"{resource.id}: path {resource.path!r} is relative")
-        return path
+    """Reads, writes (atomically), chmods and removes one file, inside the agent's jail."""
 
     def read(self, ctx: lsm.HandlerContext, resource: File) -> Mapping[str, Any] | None:
-        path = self._path(resource)
-        try:
-            info = path.lstat()
-        except FileNotFoundError:
+        found = ctx.jail.read(resource.path, who=resource.id)
+        if found is None:
             return None
-        except OSError as exc:
-            raise HandlerError(f"{resource.id}: can not stat {path}: {exc.strerror}") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise HandlerError(f"{resource.id}: {path} exists and is not a regular file")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise HandlerError(f"{resource.id}: can not read {path}: {exc.strerror}") from None
+        data, info = found
         try:
             content: str | None = data.decode("utf-8")
         except UnicodeDecodeError:
             content = None  # not text: differs from any desired content, so it is rewritten
         return {"path": resource.path, "content": content, "mode": stat.S_IMODE(info.st_mode)}
 
-    def _write(self, resource: File) -> None:
-        path = self._path(resource)
-        if not path.parent.is_dir():
-            raise HandlerError(f"{resource.id}: directory {path.parent} does not exist")
-        try:
-            atomic_write(path, resource.content.encode("utf-8"), resource.mode)
-        except OSError as exc:
-            raise HandlerError(f"{resource.id}: can not write {path}: {exc.strerror}") from None
+    def _write(self, ctx: lsm.HandlerContext, resource: File) -> None:
+        ctx.jail.write(resource.path, resource.content.encode("utf-8"), resource.mode, who=resource.id)
 
     def create(self, ctx: lsm.HandlerContext, resource: File) -> None:
-        self._write(resource)
+        self._write(ctx, resource)
         ctx.info("file written", path=resource.path, bytes=len(resource.content.encode("utf-8")))
 
     def update(self, ctx: lsm.HandlerContext, resource: File, changes: Mapping[str, Change]) -> None:
         if "content" in changes:
-            self._write(resource)  # writes the mode too
+            self._write(ctx, resource)  # writes the mode too
             ctx.info("file rewritten", path=resource.path)
             return
         if "mode" in changes:
-            path = self._path(resource)
-            try:
-                os.chmod(path, resource.mode)
-            except OSError as exc:
-                raise HandlerError(f"{resource.id}: can not chmod {path}: {exc.strerror}") from None
+            ctx.jail.chmod(resource.path, resource.mode, who=resource.id)
             ctx.info("file mode changed", path=resource.path, mode=oct(resource.mode))
 
     def delete(self, ctx: lsm.HandlerContext, resource: File) -> None:
-        path = self._path(resource)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise HandlerError(f"{resource.id}: can not remove {path}: {exc.strerror}") from None
-        ctx.info("file removed", path=resource.path)
+        if ctx.jail.remove(resource.path, who=resource.id):
+            ctx.info("file removed", path=resource.path)

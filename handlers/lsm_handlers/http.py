@@ -8,7 +8,9 @@ Why a sync ``httpx.Client``, one per handler, made on first use: the agent calls
 several threads, and a sync client is safe to share between threads and keeps its connection
 pool; an async client would be bound to one thread's event loop. Every request has a timeout
 (``timeout`` seconds, connect and read). Every error names the resource, the method, the URL
-and the status (or the transport error), never a bare exception.
+and the status (or the transport error), never a bare exception. Only URLs under the agent's
+``handler_url_roots`` are reached (``ctx.jail.url``), and redirects are not followed, so an
+order can not point the agent at its own network.
 """
 
 from __future__ import annotations
@@ -67,9 +69,12 @@ class HttpDocumentHandler(lsm.CRUDHandler[HttpDocument]):
                 self._client.close()
                 self._client = None
 
-    def _request(self, resource: HttpDocument, method: str, **kwargs: Any) -> httpx.Response:
+    def _request(
+        self, ctx: lsm.HandlerContext, resource: HttpDocument, method: str, **kwargs: Any
+    ) -> httpx.Response:
+        url = ctx.jail.url(resource.url, who=resource.id)  # only URLs the agent's operator allowed
         try:
-            return self.client.request(method, resource.url, **kwargs)
+            return self.client.request(method, url, **kwargs)
         except httpx.HTTPError as exc:
             raise HandlerError(
                 f"{resource.id}: {method} {resource.url} failed: {type(exc).__name__}: {exc}"
@@ -84,7 +89,7 @@ class HttpDocumentHandler(lsm.CRUDHandler[HttpDocument]):
         )
 
     def read(self, ctx: lsm.HandlerContext, resource: HttpDocument) -> Mapping[str, Any] | None:
-        response = self._request(resource, "GET", headers={"Accept": "application/json"})
+        response = self._request(ctx, resource, "GET", headers={"Accept": "application/json"})
         if response.status_code in (404, 410):
             return None
         if response.status_code != 200:
@@ -100,7 +105,8 @@ class HttpDocumentHandler(lsm.CRUDHandler[HttpDocument]):
     def _put(self, ctx: lsm.HandlerContext, resource: HttpDocument) -> None:
         # serialized here: httpx sends no body at all for ``json=None``, and ``null`` is a document
         body = json.dumps(resource.document, separators=(",", ":"), ensure_ascii=False).encode()
-        response = self._request(resource, "PUT", content=body, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        response = self._request(ctx, resource, "PUT", content=body, headers=headers)
         if not response.is_success:
             raise self._fail(resource, "PUT", response)
         ctx.info("document written", url=resource.url, status=response.status_code)
@@ -112,7 +118,7 @@ class HttpDocumentHandler(lsm.CRUDHandler[HttpDocument]):
         self._put(ctx, resource)
 
     def delete(self, ctx: lsm.HandlerContext, resource: HttpDocument) -> None:
-        response = self._request(resource, "DELETE")
+        response = self._request(ctx, resource, "DELETE")
         if not response.is_success and response.status_code not in (404, 410):
             raise self._fail(resource, "DELETE", response)
         ctx.info("document removed", url=resource.url, status=response.status_code)

@@ -62,6 +62,7 @@ from sqlmodel import Session, col
 from lsm.deploy.executor import Executor, RunSettings
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.handler_threads import HandlerThreads
+from lsm.deploy.jail import Jail
 from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
 from lsm.deploy.recovery import PROCESS_PREFIX, Recovery
@@ -212,6 +213,7 @@ class AgentService:
         lease_ttl: float = 30.0,
         state_dir: Path,
         deploy_timeout: float | None = None,
+        jail: Jail | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.db = db
@@ -223,6 +225,7 @@ class AgentService:
         self.batch = max(1, batch)
         self.lease_ttl = lease_ttl
         self.state_dir = state_dir
+        self.jail = jail
         self.deploy_timeout = deploy_timeout
         self.clock = clock
         self.feedback = Feedback(db, orchestrator, contexts)
@@ -490,6 +493,7 @@ class AgentService:
         settings = ctx.settings
         return RunSettings(
             state_dir=self.state_dir,
+            jail=self.jail,
             noop=self.noop or settings.deploy_noop,
             timeout=self.deploy_timeout if self.deploy_timeout is not None else settings.deploy_timeout,
         )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm.deploy.handler import HandlerContext
+from lsm.deploy.jail import Jail
 from lsm.deploy.materialize import run_handler
 from lsm.deploy.registry import HandlerRegistry
 from lsm.desired_state import DesiredStateStore, ResourceRecord
@@ -57,10 +58,10 @@ def _item_status(item: DryRunItem) -> ResourceStatus:
 
 
 def dry_run_resource(
-    registry: HandlerRegistry, record: ResourceRecord, state_dir: Path
+    registry: HandlerRegistry, record: ResourceRecord, state_dir: Path, jail: Jail | None = None
 ) -> tuple[DryRunItem, HandlerContext]:
     """Run one resource's handler read-only; the item and the context (its changes and logs)."""
-    ctx = HandlerContext(record.id, state_dir=state_dir, dry_run=True)
+    ctx = HandlerContext(record.id, state_dir=state_dir, dry_run=True, jail=jail)
     error: str | None = None
     try:
         run_handler(registry, ctx, record.id, record.attributes, record.requires, dry_run=True)
@@ -88,6 +89,7 @@ def dry_run(
     *,
     agents: Sequence[str] | None = None,
     state_dir: Path | None = None,
+    jail: Jail | None = None,
 ) -> DeployResult:
     """Dry-run the newest version's resources of ``agents`` (None: every agent), in id order,
     and log each in its action log; the findings per resource."""
@@ -110,7 +112,7 @@ def dry_run(
     for record in records:
         started = datetime.now(UTC)
         clock = time.perf_counter()
-        item, ctx = dry_run_resource(registry, record, where)
+        item, ctx = dry_run_resource(registry, record, where, jail)
         items.append(item)
         actions.append(
             {

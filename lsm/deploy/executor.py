@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lsm.deploy.handler import HandlerContext, LogLine
+from lsm.deploy.jail import Jail
 from lsm.deploy.materialize import run_handler
 from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
@@ -58,6 +59,8 @@ class RunSettings:
     state_dir: Path
     noop: bool = False
     timeout: float = 300.0
+    #: where handlers may act (``None``: the state directory alone)
+    jail: Jail | None = None
 
 
 def _later(now: datetime, seconds: float) -> datetime:
@@ -126,7 +129,7 @@ class Executor:
                 bucket=bucket,
             )
         noop = settings.noop or meta.noop
-        ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop)
+        ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop, jail=settings.jail)
         try:
             with self.semaphores.hold(meta.sema):
                 run_handler(registry, ctx, item.resource_id, attributes, requires, dry_run=noop)

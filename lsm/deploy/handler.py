@@ -51,10 +51,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, get_args, get_origin
 
 from lsm.model.loader import HANDLER_MARK
 from lsm.model.resource import Resource
+
+if TYPE_CHECKING:
+    from lsm.deploy.jail import Jail
 
 R = TypeVar("R", bound=Resource)
 D = TypeVar("D")
@@ -86,18 +89,32 @@ class HandlerContext:
 
     The engine creates one per deploy, passes it to every call, and records it in the resource's
     action log. ``state_dir`` is a directory the agent owns (the embedded default handlers write
-    their files under it); ``dry_run`` is true when only the read side may run.
+    their files under it); ``dry_run`` is true when only the read side may run. ``jail`` says
+    where handlers may act (``lsm.deploy.jail``): the agent's configured roots, by default the
+    state directory alone, no URL and no setuid/setgid/sticky bits.
     """
 
-    def __init__(self, resource_id: str, *, state_dir: Path, dry_run: bool = False) -> None:
+    def __init__(
+        self, resource_id: str, *, state_dir: Path, dry_run: bool = False, jail: Jail | None = None
+    ) -> None:
         self.resource_id = resource_id
         self.state_dir = state_dir
         self.dry_run = dry_run
+        self._jail = jail
         self.changes: dict[str, Change] = {}
         self.logs: list[LogLine] = []
         self.action: ActionKind = "none"
         #: set by a discovery handler's run: ``{resource_id: attributes}``
         self.discovered: dict[str, Any] | None = None
+
+    @property
+    def jail(self) -> Jail:
+        """Where this deploy may act: files, folders and URLs (``lsm.deploy.jail.Jail``)."""
+        if self._jail is None:
+            from lsm.deploy.jail import Jail  # here: the jail raises this module's HandlerError
+
+            self._jail = Jail.of([self.state_dir])
+        return self._jail
 
     def log(self, level: Literal["debug", "info", "warning", "error"], message: str, **data: Any) -> None:
         self.logs.append(LogLine(level, message, time.time(), data))

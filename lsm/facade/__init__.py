@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsm.deploy.jail import Jail
 from lsm.facade.auth import AuditFacade, Principal, TokensFacade
 from lsm.facade.catalog import CatalogFacade
 from lsm.facade.compiles import CompilesFacade
@@ -55,14 +56,16 @@ class Facades:
         wake_agents: Callable[[str], None] | None = None,
         state_dir: Path | None = None,
         wake_webhooks: Callable[[], None] = lambda: None,
+        jail: Jail | None = None,
     ) -> Facades:
         """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
-        ``wake_webhooks()``: the webhook dispatcher of this process looks now."""
+        ``wake_webhooks()``: the webhook dispatcher of this process looks now; ``jail``: where
+        dry-run handlers may read (default: the state directory)."""
         deploy = (
-            DeployFacade(core, state_dir=state_dir)
+            DeployFacade(core, state_dir=state_dir, jail=jail)
             if wake_agents is None
-            else DeployFacade(core, wake=wake_agents, state_dir=state_dir)
+            else DeployFacade(core, wake=wake_agents, state_dir=state_dir, jail=jail)
         )
         events = EventsFacade(core)
         return cls(

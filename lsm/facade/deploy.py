@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lsm.deploy.dryrun import default_state_dir, dry_run
+from lsm.deploy.jail import Jail
 from lsm.errors import InvalidInput, UnknownResource
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
@@ -37,11 +38,18 @@ class DeployFacade:
     """``/api/v1/resources`` and ``/api/v1/deploy``."""
 
     def __init__(
-        self, core: Core, *, wake: Callable[[str], None] = _no_wake, state_dir: Path | None = None
+        self,
+        core: Core,
+        *,
+        wake: Callable[[str], None] = _no_wake,
+        state_dir: Path | None = None,
+        jail: Jail | None = None,
     ) -> None:
         self.core = core
         self.wake = wake
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        #: where dry-run handlers may read (default: the state directory alone)
+        self.jail = jail
 
     def _env_id(self, ctx: RequestContext) -> str:
         return self.core.environments.context(ctx.environment).env_id
@@ -132,6 +140,7 @@ class DeployFacade:
                 env.model.handlers,
                 agents=request.agents,
                 state_dir=self.state_dir,
+                jail=self.jail,
             )
         with self.core.db.write() as session:
             scheduled = queries.schedule_redeploy(session, env.env_id, request.agents, request.repair)

@@ -20,7 +20,9 @@ an exception in an implementation; something produced that is not a resource; a 
 owned by instances of two trees ("resource X can not be part of multiple resource sets: A and
 B"); a resource produced twice in one tree with different attributes; two different shared
 resources with one id; a resource both owned and shared; a ``requires`` that no implementation
-produced (dangling) or that points into another tree's set.
+produced (dangling) or that points into another tree's set; a resource whose id is longer than
+``MAX_RESOURCE_ID_BYTES`` (it could be stored on no backend: the report names the resource, its
+identifying attribute and the limit).
 
 Nothing here does I/O: the same function serves exporting, partial and validation compiles, so
 a candidate that breaks the model fails its validation exactly as it would fail an export.
@@ -48,8 +50,10 @@ from lsm.model.report import (
     raise_problems,
 )
 from lsm.model.resource import Resource, Shared
+from lsm.model.resource_id import id_bytes_over
 from lsm.model.service import Service
 from lsm.model.unroll import PurgeRule, owner_trees, unroll
+from lsm.schemas.limits import MAX_RESOURCE_ID_BYTES
 
 
 @dataclass
@@ -201,6 +205,8 @@ class _Run:
                     for item in out:
                         if isinstance(item, Resource):
                             rid = item.id
+                            if len(rid) * 4 > MAX_RESOURCE_ID_BYTES and self._too_long(item, svc):
+                                continue
                             prev = owner_of.get(rid)
                             if prev is None:
                                 owner_of[rid] = iid
@@ -209,6 +215,8 @@ class _Run:
                                 self._owned_again(item, rid, prev, svc, mine)
                         elif type(item) is Shared:
                             r = item.resource
+                            if len(r.id) * 4 > MAX_RESOURCE_ID_BYTES and self._too_long(r, svc):
+                                continue
                             shares.append(r.id)
                             first = shared.get(r.id)
                             if first is None:
@@ -223,6 +231,33 @@ class _Run:
                     shared_of[iid] = shares
                 if len(problems) >= MAX_PROBLEMS:
                     return
+
+    def _too_long(self, item: Resource, svc: Service[Any]) -> bool:
+        """Report ``item`` when its id is over ``MAX_RESOURCE_ID_BYTES``: it could be stored on
+        no backend (an index key), so the compile fails here, naming the resource and its parts,
+        instead of in the database."""
+        size = id_bytes_over(item.id)
+        if size is None:
+            return False
+        cls = type(item)
+        parts = {"agent": item.agent, cls.id_attribute: str(getattr(item, cls.id_attribute))}
+        sizes = ", ".join(
+            f"{name} {len(value.encode('utf-8', 'surrogatepass'))}" for name, value in parts.items()
+        )
+        shown = f"{item.id[:120]}..."
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(
+                Problem(
+                    "resource_id_too_long",
+                    f"{self._who(svc.id)}: resource {shown} ({cls.resource_type}): its id is {size} "
+                    f"bytes, over the limit of {MAX_RESOURCE_ID_BYTES} bytes (bytes of {sizes})",
+                    svc.id,
+                    svc.binding.name,
+                    resource=shown,
+                    details={"field": cls.id_attribute, "limit": MAX_RESOURCE_ID_BYTES},
+                )
+            )
+        return True
 
     def _owned_again(
         self, item: Resource, rid: str, prev: str, svc: Service[Any], mine: list[Resource]

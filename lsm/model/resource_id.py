@@ -13,14 +13,27 @@ import re
 from typing import NamedTuple
 
 from lsm.errors import InvalidInput
+from lsm.schemas.limits import MAX_RESOURCE_ID_BYTES
 
 #: ``std::File``, ``net::Host``, ``R``: names separated by ``::``
 _TYPE = r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*"
 _ID = re.compile(
     rf"(?P<type>{_TYPE})\[(?P<agent>[^,\[\]\s][^,\[\]]*),(?P<attr>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.+)\]"
 )
-#: longer ids are refused: they are index keys on both backends
-MAX_ID_LENGTH = 2000
+#: longer ids (in bytes of UTF-8) are refused: they are index keys on both backends
+MAX_ID_LENGTH = MAX_RESOURCE_ID_BYTES
+
+
+def id_bytes_over(resource_id: str) -> int | None:
+    """The size in bytes of ``resource_id`` when it is over ``MAX_RESOURCE_ID_BYTES``, else ``None``.
+
+    Cheap for the ids of every compile: only an id of more than a quarter of the limit in
+    characters can be over it, so most are never encoded.
+    """
+    if len(resource_id) * 4 <= MAX_RESOURCE_ID_BYTES:
+        return None
+    size = len(resource_id.encode("utf-8", "surrogatepass"))
+    return size if size > MAX_RESOURCE_ID_BYTES else None
 
 
 class ResourceIdParts(NamedTuple):
@@ -48,9 +61,18 @@ def parse_resource_id(resource_id: object, *, field: str = "resource_id") -> Res
             field=field,
             resource_id=repr(resource_id),
         )
-    match = _ID.fullmatch(resource_id) if len(resource_id) <= MAX_ID_LENGTH else None
+    shown = resource_id if len(resource_id) <= 200 else resource_id[:200] + "..."
+    size = id_bytes_over(resource_id)
+    if size is not None:
+        raise InvalidInput(
+            f"{field}: resource id {shown!r} is {size} bytes long, over the limit of "
+            f"{MAX_RESOURCE_ID_BYTES} bytes",
+            field=field,
+            resource_id=shown,
+            limit=MAX_RESOURCE_ID_BYTES,
+        )
+    match = _ID.fullmatch(resource_id)
     if match is None or "\0" in resource_id or "\n" in resource_id:
-        shown = resource_id if len(resource_id) <= 200 else resource_id[:200] + "..."
         raise InvalidInput(
             f"{field}: {shown!r} is not a resource id of the form Type[agent,attribute=value]",
             field=field,
@@ -67,4 +89,4 @@ def is_resource_id(value: object) -> bool:
     return True
 
 
-__all__ = ["MAX_ID_LENGTH", "ResourceIdParts", "is_resource_id", "parse_resource_id"]
+__all__ = ["MAX_ID_LENGTH", "ResourceIdParts", "id_bytes_over", "is_resource_id", "parse_resource_id"]

@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
@@ -104,10 +104,24 @@ class ServerConfig(BaseModel):
     deploy_timeout: float | None = Field(None, gt=0)
     #: the directory handlers may write under (default: ``lsm-state`` beside the SQLite file, or in cwd)
     state_dir: str | None = None
+    #: the directories handlers may act under (lsm.deploy.jail; empty: the state directory alone)
+    handler_roots: list[str] = Field(default_factory=list)
+    #: URL prefixes the HTTP handlers may reach (empty: none)
+    handler_url_roots: list[str] = Field(default_factory=list)
+    #: handlers may set setuid, setgid and sticky bits (off: such a mode fails its deploy)
+    handler_special_bits: bool = False
     #: webhook deliveries: timeout, back-off, give-up limits, feed poll (``[webhooks]``)
     webhooks: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     #: dispatch and send webhook deliveries in this process's service loop (server and worker)
     webhooks_enabled: bool = True
+
+    @field_validator("handler_url_roots")
+    @classmethod
+    def _absolute_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not url.startswith(("http://", "https://")) or not url.split("://", 1)[1].strip("/"):
+                raise ValueError(f"{url!r} is not an absolute http(s) URL")
+        return urls
 
     def model_choices(self) -> ModelChoices:
         """What the API may give an environment: the named models, the server's, the model dirs."""

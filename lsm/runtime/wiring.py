@@ -38,6 +38,7 @@ from sqlalchemy.engine import make_url
 
 from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks, ExportFailures
 from lsm.deploy.agent import AgentService
+from lsm.deploy.jail import Jail
 from lsm.desired_state import DesiredStateStore
 from lsm.facade import ChangeSignal, Core, EventsFacade, Facades
 from lsm.inventory import repository as repo
@@ -266,6 +267,15 @@ def state_dir_of(config: ServerConfig) -> Path:
     return Path.cwd() / "lsm-state"
 
 
+def jail_of(config: ServerConfig) -> Jail:
+    """Where this process's handlers may act: ``handler_roots`` (default: the state directory)."""
+    return Jail.of(
+        config.handler_roots or [state_dir_of(config)],
+        urls=config.handler_url_roots,
+        special_bits=config.handler_special_bits,
+    )
+
+
 def build_agent_service(
     db: Database, environments: Environments, orchestrator: Orchestrator, config: ServerConfig
 ) -> AgentService:
@@ -285,6 +295,7 @@ def build_agent_service(
         lease_ttl=config.lease_ttl,
         state_dir=state_dir_of(config),
         deploy_timeout=config.deploy_timeout,
+        jail=jail_of(config),
     )
 
 
@@ -421,6 +432,7 @@ class ApiRuntime(_Runtime):
             core,
             wake_agents=processing.wake,
             state_dir=state_dir_of(config),
+            jail=jail_of(config),
             # a ping queues its delivery itself: only the sender needs waking
             wake_webhooks=processing.wake_webhooks,
         )

@@ -13,7 +13,17 @@ against the same numbers. Each number says which storage limit it keeps clear of
   the desired-state and deploy tables: a PostgreSQL btree row holds at most ~2700 bytes, so an
   identity of at most 255 characters (at most 1020 bytes of UTF-8) leaves room for the rest of
   a resource id;
-* ids are UUIDs (36 characters); an instance reference is an id or ``<attr>=<identity>``.
+* ids are UUIDs (36 characters); an instance reference is an id or ``<attr>=<identity>``;
+* resource ids are index keys of the desired-state, deploy and discovery tables, and the
+  requires indexes hold two of them in one row (``ds_shared_require``, ``lsm_resource_require``):
+  two ids of ``MAX_RESOURCE_ID_BYTES`` with an environment id and the row's overhead stay under
+  PostgreSQL's btree row limit (2704 bytes on 8 kB pages) even when nothing compresses, and an
+  identity value of the most bytes still fits in one id. Why a limit and not an index on a hash
+  of the id: the ids are primary-key and join columns of six tables and their lookups; hashing
+  them all for ids that no model needs (a kilobyte names anything) would cost every query;
+
+* handlers that write files meet the file system's limits: a name part of a path holds 255
+  bytes, a path 4095 (Linux's ``NAME_MAX`` and ``PATH_MAX`` less its NUL).
 """
 
 from __future__ import annotations
@@ -24,6 +34,11 @@ MAX_INT = 2**31 - 1
 MAX_NAME_LENGTH = 200
 #: the longest identity value of an instance
 MAX_IDENTITY_LENGTH = 255
+#: the longest resource id, ``Type[agent,attribute=value]``, in bytes of UTF-8
+MAX_RESOURCE_ID_BYTES = 1280
+#: the longest file name (one part of a path) and path a file handler accepts, in bytes
+MAX_FILE_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
 #: the longest id (instance, compile, environment: UUIDs)
 MAX_ID_LENGTH = 36
 #: the longest instance reference: an id or ``<identity_attr>=<value>``

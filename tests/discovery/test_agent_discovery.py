@@ -52,6 +52,7 @@ def engines(db: Database, tmp_path: Path) -> Iterator[Engines]:
             embedded_worker=False,
             embedded_agent=True,
             state_dir=str(tmp_path / "state"),
+            handler_roots=[str(tmp_path)],  # the planted files are beside the state directory
             settings={"partial_compiles": False},
         )
         engine = build_api(config, db=db)

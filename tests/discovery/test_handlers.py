@@ -36,13 +36,14 @@ from lsm.inventory import discovery_store
 from lsm.inventory.database import Database
 from tests.desired_state import new_env
 from tests.discovery import file_id, plant_files, run_file_discovery
+from tests.handlers import jail_for
 from tests.netlab import ip, netns_prefix
 
 __all__ = ["netns_prefix"]  # the fixture, imported for the tests below
 
 
 def run(handler: Any, resource: Any, tmp_path: Path) -> HandlerContext:
-    ctx = HandlerContext(resource.id, state_dir=tmp_path)
+    ctx = HandlerContext(resource.id, state_dir=tmp_path, jail=jail_for(resource, tmp_path))
     handler.deploy(ctx, resource)
     assert ctx.action == "discover"
     return ctx

@@ -103,9 +103,13 @@ def test_a_discovery_and_a_crud_handler_share_the_login_of_their_base_class(
 
 # -- adoption up to the desired state -------------------------------------------------------------------
 @pytest.fixture
-def http(db: Database) -> Iterator[httpx.Client]:
+def http(db: Database, tmp_path: Path) -> Iterator[httpx.Client]:
     config = ServerConfig(
-        database_url=db.url, model=str(EXAMPLE), lifecycle_dirs=[str(EXAMPLE)], embedded_worker=True
+        database_url=db.url,
+        model=str(EXAMPLE),
+        lifecycle_dirs=[str(EXAMPLE)],
+        embedded_worker=True,
+        handler_roots=[str(tmp_path)],  # the operator lets the agent's handlers use the test's files
     )
     engine = build_api(config, db=db)
     engine.start()

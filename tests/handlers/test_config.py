@@ -116,3 +116,25 @@ def test_any_agent_and_value_stay_inside_the_state_dir_and_never_collide(
     assert ".." not in path.parts and not any(p.startswith(".") for p in path.parts[3:])
     other = config_path(state, f"net::Router[{other_agent},name={other_value}]", other_agent)
     assert (path == other) == ((agent, value) == (other_agent, other_value))
+
+
+def test_an_agent_name_or_id_value_longer_than_a_file_name_still_deploys_to_its_own_file(
+    tmp_path: Path,
+) -> None:
+    """Issue 31, L5: a 250-byte name used to be accepted and then fail "File name too long"."""
+    from lsm_handlers.config import ConfigFileHandler, config_path
+
+    from lsm.deploy.handler import HandlerContext
+    from lsm.deploy.materialize import materialize
+    from lsm.schemas.limits import MAX_FILE_NAME_BYTES
+
+    ids = [f"net::Host[{'é' * 200},name={'n' * 250}{i}]" for i in range(2)]
+    paths = [config_path(tmp_path, rid, "é" * 200) for rid in ids]
+    assert len(set(paths)) == 2
+    for rid, path in zip(ids, paths, strict=True):
+        assert all(len(part.encode()) <= MAX_FILE_NAME_BYTES for part in path.parts)
+        handler = ConfigFileHandler()
+        target = materialize(handler, rid, {"agent": "é" * 200, "purged": False, "name": "x"}, ())
+        ctx = HandlerContext(rid, state_dir=tmp_path)
+        handler.deploy(ctx, target)
+        assert ctx.action == "create" and path.is_file()
