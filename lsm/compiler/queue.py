@@ -34,7 +34,7 @@ from typing import Any
 from sqlmodel import Session
 
 from lsm.inventory import compile_queue as sql
-from lsm.inventory import metric_counters
+from lsm.inventory import halts, metric_counters
 from lsm.inventory.batches import aware
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
@@ -99,6 +99,8 @@ class CompileQueue:
         """The next exporting batch of ``env_id`` (call with the environment's compile lock held)."""
         now = utcnow()
         with self.db.write() as session:
+            if halts.is_halted(session.connection(), env_id):
+                return None  # it waits for the resume (checked in the claim's own transaction)
             state = sql.exporting_state(session, env_id, every=batched)
             if state.running:
                 self._take_over(session, state.running, now)
@@ -129,6 +131,8 @@ class CompileQueue:
         if session is None:
             with self.db.write() as own:
                 return self.claim_validations(env_id, owner, limit=limit, session=own)
+        if halts.is_halted(session.connection(), env_id):
+            return []  # also stops a running validation work from claiming more in its rounds
         now = utcnow()
         expired = sql.expired(session, now, skip_locked=not self.db.is_sqlite)
         if expired:

@@ -52,7 +52,7 @@ from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.planner import Planner
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import record_discovery
-from lsm.inventory import deploy_state
+from lsm.inventory import deploy_state, halts
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import affected_sets
@@ -215,6 +215,7 @@ class AgentService:
                 log.exception("environment %s: the deploy plan failed", env_id)
         with self.db.read() as session:
             names = deploy_state.open_names(session.connection(), self.clock())
+            names = halts.runnable(session.connection(), names)  # not halted, not paused
         if self.agents is not None:
             names = {n for n in names if n[1] in self.agents}
         if not names:
@@ -253,6 +254,9 @@ class AgentService:
         now = self.clock()
         with self.db.write() as session:
             conn = session.connection()
+            agents = halts.free_agents(conn, env_id, agents)  # a halt or pause since the look above
+            if not agents:
+                return None
             claimed, skipped = deploy_state.claim(conn, env_id, agents, self.owner, now, self.batch)
             if not claimed and not skipped:
                 return None

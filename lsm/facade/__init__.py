@@ -23,6 +23,7 @@ from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.graphs import GraphsFacade
+from lsm.facade.halts import HaltsFacade
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
@@ -46,6 +47,7 @@ class Facades:
     metrics: MetricsFacade
     graphs: GraphsFacade
     webhooks: WebhooksFacade
+    halts: HaltsFacade
 
     @classmethod
     def over(
@@ -56,7 +58,8 @@ class Facades:
         state_dir: Path | None = None,
         wake_webhooks: Callable[[], None] = lambda: None,
     ) -> Facades:
-        """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
+        """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``, a
+        resume or an unpause);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
         ``wake_webhooks()``: the webhook dispatcher of this process looks now."""
         deploy = (
@@ -79,6 +82,7 @@ class Facades:
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
             webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
+            halts=HaltsFacade(core) if wake_agents is None else HaltsFacade(core, wake=wake_agents),
         )
 
 
@@ -99,6 +103,7 @@ __all__ = [
     "Facades",
     "FeedItem",
     "GraphsFacade",
+    "HaltsFacade",
     "InventoryFacade",
     "MetricsFacade",
     "Principal",

@@ -7,7 +7,8 @@ from typing import Any
 from lsm.errors import InvalidInput, InvalidSetting
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import audit
+from lsm.facade.halts import brake_fields
+from lsm.inventory import audit, halts
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.views import environment_out
@@ -25,8 +26,12 @@ class EnvironmentsFacade:
         """The environments the caller may see (every one, for a caller with a ``*`` role)."""
         with self.core.db.read() as session:
             rows = [r for r in repo.list_environments(session) if ctx.sees(r.id, r.name)]
+            brakes = [halts.state(session.connection(), r.id) for r in rows]
         effective = self.core.environments.effective_settings
-        return [environment_out(r, effective(r.settings).model_dump()) for r in rows]
+        return [
+            environment_out(r, effective(r.settings).model_dump()).model_copy(update=brake_fields(b))
+            for r, b in zip(rows, brakes, strict=True)
+        ]
 
     @property
     def default(self) -> str:
@@ -58,8 +63,9 @@ class EnvironmentsFacade:
         """The environment of ``ctx`` (the default one when it names none)."""
         with self.core.db.read() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
+            brake = halts.state(session.connection(), row.id)
         settings = self.core.environments.effective_settings(row.settings).model_dump()
-        return environment_out(row, settings)
+        return environment_out(row, settings).model_copy(update=brake_fields(brake))
 
     def get_settings(self, ctx: RequestContext) -> dict[str, SettingOut]:
         """Every setting with its description and current value (defaults filled in)."""
