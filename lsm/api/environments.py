@@ -79,7 +79,7 @@ def resume(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> Environ
     return facades.environments.get_environment(ctx.in_environment(env_id))
 
 
-@router.post("/{env}/agents/{name}/pause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
+@router.post("/{env}/agents/{name:path}/pause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
 def pause_agent(
     env: EnvironmentRef,
     name: Name,
@@ -93,7 +93,9 @@ def pause_agent(
     return facades.environments.get_environment(ctx.in_environment(env_id))
 
 
-@router.post("/{env}/agents/{name}/unpause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
+@router.post(
+    "/{env}/agents/{name:path}/unpause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE)
+)
 def unpause_agent(env: EnvironmentRef, name: Name, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
     """Lift an agent's pause (while the environment is halted, the halt still holds it)."""
     env_id = facades.halts.unpause(ctx.in_environment(env), name)

@@ -157,8 +157,9 @@ def halt(conn: Connection, env_id: str, *, actor: str | None, now: datetime) -> 
         _insert(conn, lsm_halt)
         .values(env_id=env_id, halted_at=now, halted_by=actor)
         .on_conflict_do_nothing(index_elements=["env_id"])
+        .returning(lsm_halt.c.env_id)  # a row only when inserted (rowcount is no proof on psycopg)
     )
-    return bool(conn.execute(statement).rowcount)
+    return conn.execute(statement).first() is not None
 
 
 def resume(conn: Connection, env_id: str) -> bool:
@@ -181,13 +182,17 @@ def pause(
     turns a pause that would end at the resume into one that stays)."""
     stays = stay_paused or not is_halted(conn, env_id)
     p = lsm_agent_pause
-    inserted = conn.execute(
-        _insert(conn, p)
-        .values(env_id=env_id, agent=agent, paused_at=now, paused_by=actor, stay_paused=stays)
-        .on_conflict_do_nothing(index_elements=["env_id", "agent"])
-    ).rowcount
+    inserted = (
+        conn.execute(
+            _insert(conn, p)
+            .values(env_id=env_id, agent=agent, paused_at=now, paused_by=actor, stay_paused=stays)
+            .on_conflict_do_nothing(index_elements=["env_id", "agent"])
+            .returning(p.c.agent)
+        ).first()
+        is not None
+    )
     if inserted or not stays:
-        return bool(inserted)
+        return inserted
     kept = conn.execute(
         update(p)
         .where(p.c.env_id == env_id, p.c.agent == agent, p.c.stay_paused.is_(False))
