@@ -59,7 +59,7 @@ class Facades:
         wake_webhooks: Callable[[], None] = lambda: None,
     ) -> Facades:
         """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``, a
-        resume or an unpause);
+        resume or an unpause, the global noop lifted);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
         ``wake_webhooks()``: the webhook dispatcher of this process looks now."""
         deploy = (
@@ -69,7 +69,9 @@ class Facades:
         )
         events = EventsFacade(core)
         return cls(
-            environments=EnvironmentsFacade(core),
+            environments=EnvironmentsFacade(core)
+            if wake_agents is None
+            else EnvironmentsFacade(core, wake=wake_agents),
             catalog=CatalogFacade(core),
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),

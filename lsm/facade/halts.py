@@ -26,7 +26,7 @@ from lsm.inventory.tables import utcnow
 from lsm.schemas.environments import PausedAgentOut
 
 
-def _no_wake(_env_id: str) -> None:
+def no_wake(_env_id: str) -> None:
     """No worker or agent runs in this process: they poll (or hear ``NOTIFY`` on PostgreSQL)."""
 
 
@@ -48,7 +48,7 @@ def brake_fields(brake: halts.HaltState) -> dict[str, Any]:
 class HaltsFacade:
     """``/api/v1/environments/{env}/halt|resume`` and ``.../agents/{name}/pause|unpause``."""
 
-    def __init__(self, core: Core, *, wake: Callable[[str], None] = _no_wake) -> None:
+    def __init__(self, core: Core, *, wake: Callable[[str], None] = no_wake) -> None:
         self.core = core
         self.wake = wake
 
