@@ -19,6 +19,9 @@ Two queues in one table, so that neither kind waits behind the other:
   selections do not overlap as one compile. A validation whose lease expired (its worker died
   or hung) is taken over.
 
+Nothing is claimed for a halted environment (``lsm.inventory.halts``): each claim reads the halt
+by key in its own transaction, so its requests stay queued, in order, until the resume.
+
 Every claim writes a lease (``lease_owner``, a token per claim, and ``lease_expires``) that the
 worker renews while it runs, and counts ``attempts``: a request whose worker died
 ``max_attempts`` times is failed with a report that says so instead of killing the next one.

@@ -16,6 +16,8 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
 * **Claims.** ``claim`` plans the environments with a new desired-state version
   (``lsm.deploy.planner``), then claims a batch of READY resources of held names in one
   transaction (``lsm.inventory.deploy_state.claim``); blocked ones are marked ``skipped``.
+  Names of a halted environment and paused names are left out, and asked again in the claim's
+  transaction (``lsm.inventory.halts``): a halt or pause stops new claims at once.
 * **Runs.** A batch is one ``DeployWork``: its resources run concurrently on the agent's handler
   threads (each under its metaparameters: ``lsm.deploy.executor``), each bounded by the
   ``deploy_timeout`` (a handler past it is given up on and its thread replaced:
