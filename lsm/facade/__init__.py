@@ -23,7 +23,7 @@ from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.graphs import GraphsFacade
-from lsm.facade.halts import HaltsFacade
+from lsm.facade.halts import HaltsFacade, no_wake
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
@@ -69,9 +69,7 @@ class Facades:
         )
         events = EventsFacade(core)
         return cls(
-            environments=EnvironmentsFacade(core)
-            if wake_agents is None
-            else EnvironmentsFacade(core, wake=wake_agents),
+            environments=EnvironmentsFacade(core, wake=wake_agents or no_wake),
             catalog=CatalogFacade(core),
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),
@@ -84,7 +82,7 @@ class Facades:
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
             webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
-            halts=HaltsFacade(core) if wake_agents is None else HaltsFacade(core, wake=wake_agents),
+            halts=HaltsFacade(core, wake=wake_agents or no_wake),
         )
 
 
