@@ -213,15 +213,7 @@ class Diagnosis:
             lease = held.get(lease_name(self.s.env_id, agent))
             stale = self._stale_lease(lease, f"agent {agent}") if lease is not None else None
             if stale is not None:
-                waiting = self._cause(
-                    "deploying",
-                    f"resource {row['resource_id']} waits for agent {agent}",
-                    "resource",
-                    row["resource_id"],
-                    agent=agent,
-                    status=row["status"],
-                )
-                return [waiting, stale]
+                return [self._waits_for_agent(row), stale]
         agent, row = sorted(by_agent.items())[0]
         lease = held.get(lease_name(self.s.env_id, agent))
         if row["status"] == "deploying":
@@ -242,6 +234,17 @@ class Diagnosis:
                 holder=None if lease is None else lease.owner,
             )
         ]
+
+    def _waits_for_agent(self, row: RowMapping) -> Cause:
+        """``deploying``: the resource of ``row`` waits for its agent (what holds the agent follows)."""
+        return self._cause(
+            "deploying",
+            f"resource {row['resource_id']} waits for agent {row['agent']}",
+            "resource",
+            row["resource_id"],
+            agent=row["agent"],
+            status=row["status"],
+        )
 
     def _stale_lease(self, lease: LeaseRow, what: str, taker: str = "agent") -> Cause | None:
         """A lease whose holder stopped renewing it or whose process is gone, else None."""
@@ -331,14 +334,7 @@ class Diagnosis:
             return []
         row = held[0]
         agent = row["agent"]
-        waiting = self._cause(
-            "deploying",
-            f"resource {row['resource_id']} waits for agent {agent}",
-            "resource",
-            row["resource_id"],
-            agent=agent,
-            status=row["status"],
-        )
+        waiting = self._waits_for_agent(row)
         if brake.halted:
             return [waiting, self._halted(brake)]
         pause = brake.paused[agent]

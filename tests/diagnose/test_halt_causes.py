@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from lsm.runtime.wiring import ApiRuntime
+from tests.api.test_halt_routes import ENV, post
 from tests.diagnose.stuck_model import router_device
 from tests.diagnose.test_causes import clock, diagnose, engine, http, kinds, order
 
@@ -17,10 +18,7 @@ __all__ = ["engine", "http"]
 
 
 def brake(http: httpx.Client, action: str) -> dict[str, Any]:
-    answer = http.post(f"/api/v1/environments/default/{action}")
-    assert answer.status_code == 200, answer.text
-    body: dict[str, Any] = answer.json()
-    return body
+    return post(http, f"{ENV}/{action}")
 
 
 def test_a_queued_compile_of_a_halted_environment_is_diagnosed_halted(
