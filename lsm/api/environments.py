@@ -18,6 +18,7 @@ from lsm.schemas.environments import (
     CreateEnvironment,
     EnvironmentOut,
     ModelChoice,
+    PauseAgent,
     SettingOut,
     SettingValue,
 )
@@ -58,3 +59,44 @@ def set_setting(
 ) -> dict[str, SettingOut]:
     """Set one setting; unknown keys and ill-typed values are 422."""
     return facades.environments.set_setting(ctx.in_environment(env), key, body.value)
+
+
+# -- halt and resume, pause and unpause (docs/semantics.md: nothing stranded) -------------------------
+@router.post("/{env}/halt", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
+def halt(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+    """Halt the environment: orders are taken and compiles queue, but no compile runs and no agent
+    deploys until it is resumed (handler calls under way finish and are recorded). Halting a halted
+    environment changes nothing."""
+    env_id = facades.halts.halt(ctx.in_environment(env))
+    return facades.environments.get_environment(ctx.in_environment(env_id))
+
+
+@router.post("/{env}/resume", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
+def resume(env: EnvironmentRef, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+    """Resume: what queued runs, in order; agents paused during the halt are unpaused unless they
+    were asked to stay paused. Resuming a running environment changes nothing."""
+    env_id = facades.halts.resume(ctx.in_environment(env))
+    return facades.environments.get_environment(ctx.in_environment(env_id))
+
+
+@router.post("/{env}/agents/{name:path}/pause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE))
+def pause_agent(
+    env: EnvironmentRef,
+    name: Name,
+    facades: FacadesDep,
+    ctx: ContextDep,
+    body: PauseAgent | None = None,
+) -> EnvironmentOut:
+    """Pause one agent name: its resources stay undeployed while the others deploy."""
+    stay = body.stay_paused if body is not None else False
+    env_id = facades.halts.pause(ctx.in_environment(env), name, stay_paused=stay)
+    return facades.environments.get_environment(ctx.in_environment(env_id))
+
+
+@router.post(
+    "/{env}/agents/{name:path}/unpause", dependencies=[require(Role.ADMIN)], responses=errors(*CHANGE)
+)
+def unpause_agent(env: EnvironmentRef, name: Name, facades: FacadesDep, ctx: ContextDep) -> EnvironmentOut:
+    """Lift an agent's pause (while the environment is halted, the halt still holds it)."""
+    env_id = facades.halts.unpause(ctx.in_environment(env), name)
+    return facades.environments.get_environment(ctx.in_environment(env_id))

@@ -355,8 +355,18 @@ def _run_until_interrupted(runtime: Any, banner: str) -> None:
         runtime.stop()
 
 
-@app.command()
+#: ``lsm agent`` runs a deploy agent; its subcommands (``pause``, ``unpause``: lsm.cli.halts) act on
+#: the agent names of a running server
+agent_app = typer.Typer(
+    help="Run a deploy agent until interrupted (the options), or pause and unpause agent names of a "
+    "running server (the commands)."
+)
+app.add_typer(agent_app, name="agent")
+
+
+@agent_app.callback(invoke_without_command=True)
 def agent(
+    ctx: typer.Context,
     database: Annotated[
         str | None, typer.Option("--database", help="Database URL (LSM_DATABASE_URL); ./lsm.db by default.")
     ] = None,
@@ -383,9 +393,11 @@ def agent(
 
     It deploys the newest desired-state version for the agent names it holds. On PostgreSQL,
     more agents on any machine share the names (each name is held by one process; a dead one's
-    names are taken over once its lease expired).
+    names are taken over once its lease expired). ``lsm agent pause|unpause NAME`` act on a
+    running server instead.
     """
-
+    if ctx.invoked_subcommand is not None:
+        return
     from lsm.runtime.config import load_config
     from lsm.runtime.wiring import build_agent
 
@@ -1618,4 +1630,5 @@ def main() -> None:
 from lsm.cli import desired_state as _desired_state  # noqa: E402, F401
 from lsm.cli import expert as _expert  # noqa: E402,F401  (registers lsm expert)
 from lsm.cli import graph as _graph  # noqa: E402,F401  (registers ``lsm graph``)
+from lsm.cli import halts as _halts  # noqa: E402,F401  (registers lsm environment halt|resume, lsm agent pause|unpause)
 from lsm.cli import webhooks as _webhooks  # noqa: E402,F401  (registers lsm webhook)

@@ -414,6 +414,25 @@ class Routes(ABC, Generic[ObjT, ListT]):
         path = f"/api/v1/environments/{_seg(self._env(environment))}/settings/{_seg(key)}"
         return self._one(Request("PUT", path, json={"value": value}))
 
+    # -- halt and resume, pause and unpause (admins) ----------------------------------------------------
+    def halt(self, *, environment: str | None = None) -> ObjT:
+        """Halt an environment (this client's when not given): orders still queue, nothing runs."""
+        return self._one(Request("POST", f"/api/v1/environments/{_seg(self._env(environment))}/halt"))
+
+    def resume(self, *, environment: str | None = None) -> ObjT:
+        """Resume a halted environment: what queued runs, in order."""
+        return self._one(Request("POST", f"/api/v1/environments/{_seg(self._env(environment))}/resume"))
+
+    def pause_agent(self, name: str, *, stay_paused: bool = False, environment: str | None = None) -> ObjT:
+        """Pause one agent name (``stay_paused``: also once the environment resumes from a halt)."""
+        path = f"/api/v1/environments/{_seg(self._env(environment))}/agents/{_seg(name)}/pause"
+        return self._one(Request("POST", path, json={"stay_paused": stay_paused}))
+
+    def unpause_agent(self, name: str, *, environment: str | None = None) -> ObjT:
+        """Lift an agent name's pause."""
+        path = f"/api/v1/environments/{_seg(self._env(environment))}/agents/{_seg(name)}/unpause"
+        return self._one(Request("POST", path))
+
     # -- tokens and audit (admins) ----------------------------------------------------------------------
     def create_token(
         self,

@@ -19,6 +19,9 @@ Two queues in one table, so that neither kind waits behind the other:
   selections do not overlap as one compile. A validation whose lease expired (its worker died
   or hung) is taken over.
 
+Nothing is claimed for a halted environment (``lsm.inventory.halts``): each claim reads the halt
+by key in its own transaction, so its requests stay queued, in order, until the resume.
+
 Every claim writes a lease (``lease_owner``, a token per claim, and ``lease_expires``) that the
 worker renews while it runs, and counts ``attempts``: a request whose worker died
 ``max_attempts`` times is failed with a report that says so instead of killing the next one.
@@ -36,7 +39,7 @@ from typing import Any
 from sqlmodel import Session
 
 from lsm.inventory import compile_queue as sql
-from lsm.inventory import metric_counters
+from lsm.inventory import halts, metric_counters
 from lsm.inventory.batches import aware
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
@@ -128,6 +131,8 @@ class CompileQueue:
     ) -> Batch | None:
         """``claim_exporting`` in its transaction; the after-commit steps of failed take-overs
         go to ``after``."""
+        if halts.is_halted(session.connection(), env_id):
+            return None  # it waits for the resume (checked in the claim's own transaction)
         state = sql.exporting_state(session, env_id, every=batched)
         if state.running:
             self._take_over(session, state.running, now, after)
@@ -158,6 +163,8 @@ class CompileQueue:
         if session is None:
             with self.db.write() as own:
                 return self.claim_validations(env_id, owner, limit=limit, session=own)
+        if halts.is_halted(session.connection(), env_id):
+            return []  # also stops a running validation work from claiming more in its rounds
         now = utcnow()
         expired = sql.expired(session, now, skip_locked=not self.db.is_sqlite)
         if expired:

@@ -20,6 +20,8 @@ This class satisfies ``lsm.services.loop.WorkSource`` structurally; it never imp
 * **Claims.** ``claim`` plans the environments with a new desired-state version
   (``lsm.deploy.planner``), then claims a batch of READY resources of held names in one
   transaction (``lsm.inventory.deploy_state.claim``); blocked ones are marked ``skipped``.
+  Names of a halted environment and paused names are left out, and asked again in the claim's
+  transaction (``lsm.inventory.halts``): a halt or pause stops new claims at once.
 * **Runs.** A batch is one ``DeployWork``: its resources run concurrently on the agent's handler
   threads (each under its metaparameters: ``lsm.deploy.executor``), each bounded by the
   ``deploy_timeout`` (a handler past it is given up on and its thread replaced:
@@ -68,7 +70,7 @@ from lsm.deploy.planner import Planner
 from lsm.deploy.recovery import PROCESS_PREFIX, Recovery
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import record_discovery
-from lsm.inventory import deploy_claims, deploy_feedback, deploy_state
+from lsm.inventory import deploy_claims, deploy_feedback, deploy_state, halts
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import affected_sets
@@ -260,6 +262,7 @@ class AgentService:
                 log.exception("environment %s: the deploy plan failed", env_id)
         with self.db.read() as session:
             names = deploy_state.open_names(session.connection(), self.clock())
+            names = halts.runnable(session.connection(), names)  # not halted, not paused
         if self.agents is not None:
             names = {n for n in names if n[1] in self.agents}
         if not names:
@@ -317,6 +320,9 @@ class AgentService:
         now = self.clock()
         with self.db.write() as session:
             conn = session.connection()
+            agents = halts.free_agents(conn, env_id, agents)  # a halt or pause since the look above
+            if not agents:
+                return None
             claimed, skipped = deploy_state.claim(conn, env_id, agents, self.owner, now, self.batch)
             if not claimed and not skipped:
                 return None

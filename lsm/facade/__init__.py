@@ -24,6 +24,7 @@ from lsm.facade.discovery import DiscoveryFacade
 from lsm.facade.environments import EnvironmentsFacade
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.graphs import GraphsFacade
+from lsm.facade.halts import HaltsFacade, no_wake
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
 from lsm.facade.signal import ChangeSignal
@@ -47,6 +48,7 @@ class Facades:
     metrics: MetricsFacade
     graphs: GraphsFacade
     webhooks: WebhooksFacade
+    halts: HaltsFacade
 
     @classmethod
     def over(
@@ -58,7 +60,8 @@ class Facades:
         wake_webhooks: Callable[[], None] = lambda: None,
         jail: Jail | None = None,
     ) -> Facades:
-        """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
+        """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``, a
+        resume or an unpause, the global noop lifted);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
         ``wake_webhooks()``: the webhook dispatcher of this process looks now; ``jail``: where
         dry-run handlers may read (default: the state directory)."""
@@ -69,7 +72,7 @@ class Facades:
         )
         events = EventsFacade(core)
         return cls(
-            environments=EnvironmentsFacade(core),
+            environments=EnvironmentsFacade(core, wake=wake_agents or no_wake),
             catalog=CatalogFacade(core),
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),
@@ -82,6 +85,7 @@ class Facades:
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
             webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
+            halts=HaltsFacade(core, wake=wake_agents or no_wake),
         )
 
 
@@ -102,6 +106,7 @@ __all__ = [
     "Facades",
     "FeedItem",
     "GraphsFacade",
+    "HaltsFacade",
     "InventoryFacade",
     "MetricsFacade",
     "Principal",

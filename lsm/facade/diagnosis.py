@@ -21,6 +21,10 @@ tells the story, the others stay in the diagnosis' plain fields:
 5. ``in_transition`` when the state moves on by itself (``auto``/resource transfers), else
    ``none``.
 
+A compile or a deploy the instance waits for may be held by the brake (``lsm.inventory.halts``):
+the chain then ends in ``halted`` (the environment is halted) or ``agent_paused`` (the agent of
+a waiting resource is paused), which names who did it, since when, and the command that lets go.
+
 Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides.
 """
 
@@ -35,7 +39,7 @@ from sqlalchemy import RowMapping
 from sqlmodel import Session
 
 from lsm.deploy.agent import lease_name
-from lsm.inventory import deploy_queries, diagnosis_queries
+from lsm.inventory import deploy_queries, diagnosis_queries, halts
 from lsm.inventory.batches import aware
 from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
@@ -84,6 +88,8 @@ class Diagnosis:
         self.session = session
         self.s = situation
         self.now = aware(now or utcnow())
+        #: the environment's halt and pauses, read once when a rule asks (``_brake``)
+        self._brake_state: halts.HaltState | None = None
 
     def chain(self) -> list[Cause]:
         for rule in (self._validation, self._failed_export, self._resources, self._compile):
@@ -210,7 +216,7 @@ class Diagnosis:
             root = path[-1]
             return links + ([self._failed(root)] if root["status"] == "failed" else [])
         waiting = [r for r in mine if r["status"] in ("deploying", "pending")]
-        return self._waiting(waiting) if waiting else []
+        return (self._held(waiting) or self._waiting(waiting)) if waiting else []
 
     def _failed(self, row: RowMapping) -> Cause:
         rid, attempts = row["resource_id"], int(row["attempts"] or 0)
@@ -254,15 +260,7 @@ class Diagnosis:
             lease = held.get(lease_name(self.s.env_id, agent))
             stale = self._stale_lease(lease, f"agent {agent}") if lease is not None else None
             if stale is not None:
-                waiting = self._cause(
-                    "deploying",
-                    f"resource {row['resource_id']} waits for agent {agent}",
-                    "resource",
-                    row["resource_id"],
-                    agent=agent,
-                    status=row["status"],
-                )
-                return [waiting, stale]
+                return [self._waits_for_agent(row), stale]
         agent, row = sorted(by_agent.items())[0]
         lease = held.get(lease_name(self.s.env_id, agent))
         if row["status"] == "deploying":
@@ -283,6 +281,17 @@ class Diagnosis:
                 holder=None if lease is None else lease.owner,
             )
         ]
+
+    def _waits_for_agent(self, row: RowMapping) -> Cause:
+        """``deploying``: the resource of ``row`` waits for its agent (what holds the agent follows)."""
+        return self._cause(
+            "deploying",
+            f"resource {row['resource_id']} waits for agent {row['agent']}",
+            "resource",
+            row["resource_id"],
+            agent=row["agent"],
+            status=row["status"],
+        )
 
     def _stale_lease(self, lease: LeaseRow, what: str, taker: str = "agent") -> Cause | None:
         """A lease whose holder stopped renewing it or whose process is gone, else None."""
@@ -332,7 +341,10 @@ class Diagnosis:
                     )
                 )
                 holder = ahead if ahead.status == "running" else None
-        if holder is not None:
+        brake = self._brake()
+        if brake.halted and pending.status == "queued":
+            chain.append(self._halted(brake))  # the root: no compile is claimed until the resume
+        elif holder is not None:
             stale = self._stale_compile(holder)
             if stale is not None:
                 chain.append(stale)
@@ -343,6 +355,51 @@ class Diagnosis:
             if stale is not None:
                 chain.append(stale)
         return chain
+
+    # -- the brake: a halted environment, a paused agent ------------------------------------------
+    def _brake(self) -> halts.HaltState:
+        if self._brake_state is None:
+            self._brake_state = halts.state(self.session.connection(), self.s.env_id)
+        return self._brake_state
+
+    def _halted(self, brake: halts.HaltState) -> Cause:
+        by = f" by {brake.halted_by}" if brake.halted_by else ""
+        message = (
+            f"the environment is halted since {clock(brake.halted_at)}{by}: no compile runs and no "
+            "agent deploys until it is resumed (`lsm environment resume`)"
+        )
+        return self._cause(
+            "halted", message, "environment", self.s.env_id, brake.halted_at, halted_by=brake.halted_by
+        )
+
+    def _held(self, rows: list[RowMapping]) -> list[Cause]:
+        """Resources waiting (``pending``) for an agent the brake holds: the resource, then the
+        halt or the pause; nothing when no waiting resource is held."""
+        brake = self._brake()
+        held = [r for r in rows if r["status"] == "pending" and brake.holds(r["agent"])]
+        if not held:
+            return []
+        row = held[0]
+        agent = row["agent"]
+        waiting = self._waits_for_agent(row)
+        if brake.halted:
+            return [waiting, self._halted(brake)]
+        pause = brake.paused[agent]
+        by = f" by {pause.paused_by}" if pause.paused_by else ""
+        message = (
+            f"agent {agent} is paused since {clock(pause.paused_at)}{by}: its resources wait until it "
+            f"is unpaused (`lsm agent unpause {agent}`)"
+        )
+        paused = self._cause(
+            "agent_paused",
+            message,
+            "agent",
+            agent,
+            pause.paused_at,
+            paused_by=pause.paused_by,
+            stay_paused=pause.stay_paused,
+        )
+        return [waiting, paused]
 
     def _waiting_for(self, row: CompileRow) -> str:
         if row.merged_into is not None:

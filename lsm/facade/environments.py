@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lsm.errors import InvalidInput, InvalidSetting
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import audit
+from lsm.facade.halts import brake_fields, no_wake
+from lsm.inventory import audit, deploy_queries, halts
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.inventory.views import environment_out
@@ -18,15 +20,21 @@ from lsm.selection.specs import validate_spec
 class EnvironmentsFacade:
     """List, create and read environments; read and change their settings."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, wake: Callable[[str], None] = no_wake) -> None:
+        """``wake(env_id)``: the agents of this process look now (lifting the global noop)."""
         self.core = core
+        self.wake = wake
 
     def list_environments(self, ctx: RequestContext) -> list[EnvironmentOut]:
         """The environments the caller may see (every one, for a caller with a ``*`` role)."""
         with self.core.db.read() as session:
             rows = [r for r in repo.list_environments(session) if ctx.sees(r.id, r.name)]
+            brakes = [halts.state(session.connection(), r.id) for r in rows]
         effective = self.core.environments.effective_settings
-        return [environment_out(r, effective(r.settings).model_dump()) for r in rows]
+        return [
+            environment_out(r, effective(r.settings).model_dump()).model_copy(update=brake_fields(b))
+            for r, b in zip(rows, brakes, strict=True)
+        ]
 
     @property
     def default(self) -> str:
@@ -58,8 +66,9 @@ class EnvironmentsFacade:
         """The environment of ``ctx`` (the default one when it names none)."""
         with self.core.db.read() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
+            brake = halts.state(session.connection(), row.id)
         settings = self.core.environments.effective_settings(row.settings).model_dump()
-        return environment_out(row, settings)
+        return environment_out(row, settings).model_copy(update=brake_fields(brake))
 
     def get_settings(self, ctx: RequestContext) -> dict[str, SettingOut]:
         """Every setting with its description and current value (defaults filled in)."""
@@ -75,9 +84,13 @@ class EnvironmentsFacade:
         with self.core.db.write() as session:
             row = repo.get_environment(session, ctx.environment or self.core.environments.default)
             previous = row.settings.get(key)
+            was = self.core.environments.effective_settings(row.settings)
+            noop_lifted = key == "deploy_noop" and not typed and was.deploy_noop
             row.settings = {**row.settings, key: typed}
             session.add(row)
             env_id = row.id
+            # what the global noop held back is deployed now, not at the next repair run
+            requeued = deploy_queries.schedule_noop_pending(session, env_id) if noop_lifted else 0
             audit.record(
                 session,
                 actor=ctx.actor,
@@ -89,4 +102,6 @@ class EnvironmentsFacade:
                 previous=previous,
             )
         self.core.environments.invalidate(env_id)
+        if requeued:
+            self.wake(env_id)
         return self.get_settings(ctx.in_environment(env_id))

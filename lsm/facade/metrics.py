@@ -115,6 +115,27 @@ class SnapshotCollector(Collector):
         yield resources
         yield from self._deploy()
         yield from self._webhooks(found.webhooks)
+        yield from self._brake()
+
+    def _brake(self) -> Iterator[Metric]:
+        """The emergency brake: a gauge per environment (0 or 1), one per paused agent name."""
+        found = self.found
+        halted = GaugeMetricFamily(
+            "lsm_environment_halted",
+            "1 while the environment is halted (no compile runs, no agent deploys), else 0.",
+            labels=["environment"],
+        )
+        for env_id in sorted(found.environments):
+            halted.add_metric([self.env(env_id)], 1 if env_id in found.halted else 0)
+        yield halted
+        paused = GaugeMetricFamily(
+            "lsm_agent_paused",
+            "Paused agent names (1 each): their resources wait.",
+            labels=["environment", "agent"],
+        )
+        for env_id, agent in sorted(found.paused):
+            paused.add_metric([self.env(env_id), agent], 1)
+        yield paused
 
     def _queue(self) -> Iterator[Metric]:
         found = self.found

@@ -22,6 +22,7 @@ from sqlalchemy import bindparam, case, func, literal, text, union_all, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from lsm.inventory.halts import lsm_halt
 from lsm.inventory.tables import CompileRow
 from lsm.schemas.compiles import CompileKind, CompileStatus
 
@@ -56,7 +57,7 @@ class Pending:
 def environments_with_work(session: Session) -> list[Pending]:
     """Environments with queued or running requests, per kind: a loose scan of
     ``ix_lsm_compile_active`` (``_WITH_WORK``), so its cost follows the number of environments
-    with work, not the length of the queue."""
+    with work, not the length of the queue. Halted environments are left out."""
     return [
         Pending(
             env_id, exporting=bool(exporting), validations=bool(queued), running_validations=bool(running)
@@ -109,7 +110,9 @@ def _with_work_query() -> Any:
         f"WITH RECURSIVE {walk('q', QUEUED)}, {walk('r', RUNNING)} "
         f"SELECT e.env_id, {has(f'c.kind IN ({exporting})')}, {queued_validations}, {running_validations} "
         "FROM (SELECT env_id FROM q WHERE env_id IS NOT NULL "
-        "UNION SELECT env_id FROM r WHERE env_id IS NOT NULL) e ORDER BY e.env_id"
+        "UNION SELECT env_id FROM r WHERE env_id IS NOT NULL) e "
+        # a halted environment has no work to offer until it is resumed (``lsm.inventory.halts``)
+        f"WHERE e.env_id NOT IN (SELECT h.env_id FROM {lsm_halt.name} h) ORDER BY e.env_id"
     )
 
 

@@ -273,17 +273,26 @@ def schedule_redeploy(session: Session, env_id: str, agents: list[str] | None, r
     processes are woken (``NOTIFY lsm_work``) when the caller commits.
     """
     t = lsm_resource_state
+    chosen = t.c.status != ResourceStatus.DEPLOYING.value if repair else t.c.status.in_(RETRY_STATUSES)
+    if agents is not None:
+        chosen = chosen & t.c.agent.in_(list(agents))
+    return _back_to_pending(session, env_id, chosen)
+
+
+def schedule_noop_pending(session: Session, env_id: str) -> int:
+    """Set the ``noop_pending`` resources of ``env_id`` back to ``pending``: the global noop
+    (setting ``deploy_noop``) was lifted, so what it held back is deployed now, not at the next
+    repair run. How many rows changed; the agents of other processes are woken at the commit."""
+    return _back_to_pending(session, env_id, lsm_resource_state.c.status == ResourceStatus.NOOP_PENDING.value)
+
+
+def _back_to_pending(session: Session, env_id: str, chosen: Any) -> int:
+    t = lsm_resource_state
     statement = (
         update(t)
-        .where(t.c.env_id == env_id)
+        .where(t.c.env_id == env_id, chosen)
         .values(status=ResourceStatus.PENDING.value, attempts=0, next_attempt_at=None)
     )
-    if repair:
-        statement = statement.where(t.c.status != ResourceStatus.DEPLOYING.value)
-    else:
-        statement = statement.where(t.c.status.in_(RETRY_STATUSES))
-    if agents is not None:
-        statement = statement.where(t.c.agent.in_(list(agents)))
     changed = session.connection().execute(statement).rowcount or 0
     if changed:
         notify_work(session, env_id)
@@ -301,6 +310,7 @@ __all__ = [
     "list_resources",
     "planned_version",
     "progress_of",
+    "schedule_noop_pending",
     "schedule_redeploy",
     "states_of",
     "status_counts",

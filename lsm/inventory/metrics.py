@@ -18,7 +18,8 @@ What a scrape costs as the inventory grows (it must stay cheap at 100k instances
   resources per status over ``ix_lsm_resource_state_status`` (index scans: linear in the
   inventory, but no table rows read on PostgreSQL once the visibility map is set; measured by
   ``python -m benchmarks metrics``);
-* desired-state heads, leases and environments: one small row each.
+* desired-state heads, leases and environments: one small row each; halts and paused agents:
+  a row per halt or pause.
 
 Webhook deliveries that gave up are counted through the partial index
 ``ix_lsm_webhook_delivery_failed``, the retrying ones through the sender's index of pending rows.
@@ -31,6 +32,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select, text
 
+from lsm.inventory import halts
 from lsm.inventory.batches import utc
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.inventory.desired_state_tables import ds_head
@@ -86,6 +88,9 @@ class Snapshot:
     actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
     failed_exports: list[tuple[str, str, int]] = field(default_factory=list)
     webhooks: WebhookCounts = field(default_factory=lambda: WebhookCounts(failed=[], retrying=[]))
+    #: halted environments and paused ``(env_id, agent)`` names (``lsm.inventory.halts``)
+    halted: set[str] = field(default_factory=set)
+    paused: set[tuple[str, str]] = field(default_factory=set)
 
 
 def snapshot(conn: Connection, now: datetime) -> Snapshot:
@@ -123,6 +128,7 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     fe = lsm_metric_failed_export
     found.failed_exports = [(r[0], r[1], int(r[2])) for r in conn.execute(select(fe))]
     found.webhooks = _webhooks(conn)
+    found.halted, found.paused = halts.held(conn)
     return found
 
 

@@ -32,6 +32,7 @@ from lsm.inventory import (  # noqa: F401  (registers the tables)
     deploy_tables,
     desired_state_tables,
     discovery_tables,
+    halts,
     idempotency,
     metric_counters,
     tables,

@@ -10,12 +10,27 @@ from pydantic import BaseModel, ConfigDict, Field
 from lsm.schemas.limits import MAX_NAME_LENGTH
 
 
+class PausedAgentOut(BaseModel):
+    """An agent name whose resources are not deployed until it is unpaused."""
+
+    agent: str
+    paused_at: datetime
+    paused_by: str | None = None
+    stay_paused: bool = Field(
+        description="Whether it stays paused when the environment resumes (false: the resume lifts it)."
+    )
+
+
 class EnvironmentOut(BaseModel):
     id: str
     name: str
     model: str | None
     settings: dict[str, Any]
     created_at: datetime
+    halted: bool = Field(False, description="No compile runs and no agent deploys until it is resumed.")
+    halted_at: datetime | None = None
+    halted_by: str | None = None
+    paused_agents: list[PausedAgentOut] = Field(default_factory=list)
 
 
 class SettingOut(BaseModel):
@@ -51,3 +66,15 @@ class SettingValue(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     value: Any = Field(description="The new value; its type is checked against the setting.")
+
+
+class PauseAgent(BaseModel):
+    """``POST /api/v1/environments/{env}/agents/{name}/pause`` (the body may be left out)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    stay_paused: bool = Field(
+        False,
+        description="Stay paused when the environment resumes. A pause made while the environment "
+        "runs always stays; this matters for a pause made during a halt.",
+    )

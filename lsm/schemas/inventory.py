@@ -114,15 +114,18 @@ CauseKind = Literal[
     "skipped_dependency",
     "stale_lock",
     "deploying",
+    "halted",
+    "agent_paused",
     "in_transition",
     "none",
 ]
 
 
 class CauseSubject(BaseModel):
-    """What a cause is about: an instance, a resource, a compile, a lock (lease) or a validation."""
+    """What a cause is about: an instance, a resource, a compile, a lock (lease), a validation, an
+    environment (its halt) or an agent name (its pause)."""
 
-    type: Literal["instance", "resource", "compile", "lock", "validation"]
+    type: Literal["instance", "resource", "compile", "lock", "validation", "environment", "agent"]
     id: str
 
 

@@ -92,6 +92,8 @@ def layout(request: Request, ctx: RequestContext) -> dict[str, Any]:
         "auth": authenticator.enabled,
         "csrf_field": CSRF_FIELD,
         "may_act": may_act(request),
+        # the banner of a halted environment or paused agents (base.html), on every page
+        "brake": facades.halts.state(ctx.in_environment(found[0])) if found is not None else None,
     }
 
 
