@@ -55,10 +55,12 @@ class Facades:
         wake_agents: Callable[[str], None] | None = None,
         state_dir: Path | None = None,
         wake_webhooks: Callable[[], None] = lambda: None,
+        allow_internal_webhooks: bool = False,
     ) -> Facades:
         """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
-        ``wake_webhooks()``: the webhook dispatcher of this process looks now."""
+        ``wake_webhooks()``: the webhook dispatcher of this process looks now;
+        ``allow_internal_webhooks``: webhooks may target internal addresses."""
         deploy = (
             DeployFacade(core, state_dir=state_dir)
             if wake_agents is None
@@ -78,7 +80,7 @@ class Facades:
             audit=AuditFacade(core),
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
-            webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
+            webhooks=WebhooksFacade(core, events, wake=wake_webhooks, allow_internal=allow_internal_webhooks),
         )
 
 

@@ -422,6 +422,7 @@ class ApiRuntime(_Runtime):
             state_dir=state_dir_of(config),
             # a ping queues its delivery itself: only the sender needs waking
             wake_webhooks=processing.wake_webhooks,
+            allow_internal_webhooks=config.webhooks.allow_internal,
         )
         # here, not at the top: a worker or an agent never serves HTTP, and FastAPI with the
         # API's routers is a third of a second of every ``lsm worker``'s start

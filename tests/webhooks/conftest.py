@@ -1,6 +1,8 @@
 """Fixtures of the webhook tests: a real receiver, and engines that deliver fast.
 
 Engines come from ``tests/conftest.py``'s ``engine_factory`` (every configured backend); the
+receiver listens on loopback, so the policy allows internal targets explicitly
+(``allow_internal``: off by default, ``tests/webhooks/test_targets.py``); the
 delivery policy is shortened (back-off of hundredths of a second, a short settle window) so
 that retries happen within the test, never by sleeping: tests wait on what the receiver got.
 """
@@ -26,6 +28,7 @@ def fast_policy(**changes: Any) -> DeliveryPolicy:
         "poll_interval": 0.05,
         "settle": 0.3,
         "lease": 30.0,
+        "allow_internal": True,
     }
     return DeliveryPolicy(**{**values, **changes})
 
