@@ -88,6 +88,10 @@ class ServerConfig(BaseModel):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     #: listen on a non-loopback address without authentication (``lsm server --insecure``)
     insecure: bool = False
+    #: ``Host`` names the API answers to besides ``localhost``, ``127.0.0.1``, ``[::1]`` and
+    #: ``host`` (``lsm.api.hosts``: DNS rebinding); with authentication on and nothing listed,
+    #: every name; ``"*"``: every name
+    allowed_hosts: list[str] = Field(default_factory=list)
     #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
     embedded_agent: bool = False
     #: the agent names this process may hold (empty: every name)

@@ -433,6 +433,8 @@ class ApiRuntime(_Runtime):
             is_ready=lambda: self.ready,
             auth=config.auth,
             max_body_bytes=config.max_body_bytes,
+            allowed_hosts=config.allowed_hosts,
+            listen_host=config.host,
         )
 
     def start(self) -> None:
