@@ -88,6 +88,7 @@ def create_app(
         title="lsm-engine",
         version=_version(),
         description="Service lifecycle engine: catalog, inventory, compiles, desired state.",
+        openapi_url=None,  # served by lsm.api.docs, behind the authentication setting
         docs_url=None,
         redoc_url=None,
         dependencies=[Depends(screen_request)],
