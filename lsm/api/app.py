@@ -42,10 +42,11 @@ from lsm.api.errors import install_error_handlers
 from lsm.api.hosts import HostCheckMiddleware, allowed_names
 from lsm.api.limits import BodyLimitMiddleware
 from lsm.api.screening import screen_request
+from lsm.api.streams import StreamLimits
 from lsm.api.write_lane import ChangeAdmission
 from lsm.facade import Facades
 from lsm.schemas.auth import AuthConfig
-from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CALLER
 
 ROUTERS = (
     health.router,
@@ -74,6 +75,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     allowed_hosts: Sequence[str] = (),
     listen_host: str | None = None,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+    max_streams_per_caller: int = DEFAULT_MAX_STREAMS_PER_CALLER,
 ) -> FastAPI:
     """The HTTP API of docs/api.md over ``facades``; OpenAPI at ``/docs`` and ``/openapi.json``.
 
@@ -82,6 +85,7 @@ def create_app(
     ``max_body_bytes``: the largest request body accepted (413 above it).
     ``allowed_hosts``, ``listen_host``: the ``Host`` names answered besides the loopback ones
     (``lsm.api.hosts``: with authentication off, only those).
+    ``max_streams``, ``max_streams_per_caller``: event streams open at once (``lsm.api.streams``).
     """
     auth = auth or AuthConfig()
     app = FastAPI(
@@ -96,6 +100,7 @@ def create_app(
     app.state.facades = facades
     app.state.is_ready = is_ready
     app.state.authenticator = Authenticator(auth, facades.tokens)
+    app.state.stream_limits = StreamLimits(max_streams, max_streams_per_caller)
     install_docs(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     install_error_handlers(app)

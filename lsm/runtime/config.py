@@ -31,7 +31,7 @@ from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
-from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
+from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CALLER
 from lsm.schemas.webhooks import DeliveryPolicy
 
 ENV_VARS = {
@@ -92,6 +92,10 @@ class ServerConfig(BaseModel):
     #: ``host`` (``lsm.api.hosts``: DNS rebinding); with authentication on and nothing listed,
     #: every name; ``"*"``: every name
     allowed_hosts: list[str] = Field(default_factory=list)
+    #: event streams (``/api/v1/events``, the console's) one API process serves at once, and
+    #: of one caller (token, or client address with authentication off): 429 past either
+    max_streams: int = Field(DEFAULT_MAX_STREAMS, ge=1, le=100_000)
+    max_streams_per_caller: int = Field(DEFAULT_MAX_STREAMS_PER_CALLER, ge=1, le=100_000)
     #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
     embedded_agent: bool = False
     #: the agent names this process may hold (empty: every name)

@@ -435,6 +435,8 @@ class ApiRuntime(_Runtime):
             max_body_bytes=config.max_body_bytes,
             allowed_hosts=config.allowed_hosts,
             listen_host=config.host,
+            max_streams=config.max_streams,
+            max_streams_per_caller=config.max_streams_per_caller,
         )
 
     def start(self) -> None:

@@ -37,3 +37,6 @@ MAX_PAGE = 1000
 #: the most nodes a served graph (``/api/v1/graph/...``) may have: larger pictures are unreadable
 #: and cost the server a layout; the 422 says how to narrow the graph
 MAX_GRAPH_NODES = 500
+#: event streams one API process serves at once, and of one caller (``lsm.api.streams``)
+DEFAULT_MAX_STREAMS = 64
+DEFAULT_MAX_STREAMS_PER_CALLER = 8
