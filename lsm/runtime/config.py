@@ -31,7 +31,13 @@ from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
-from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CALLER
+from lsm.schemas.limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CALLER,
+)
 from lsm.schemas.webhooks import DeliveryPolicy
 
 ENV_VARS = {
@@ -96,6 +102,10 @@ class ServerConfig(BaseModel):
     #: of one caller (token, or client address with authentication off): 429 past either
     max_streams: int = Field(DEFAULT_MAX_STREAMS, ge=1, le=100_000)
     max_streams_per_caller: int = Field(DEFAULT_MAX_STREAMS_PER_CALLER, ge=1, le=100_000)
+    #: seconds a request's headers may take to arrive before the connection is cut (slow
+    #: clients, ``lsm.api.slow_clients``), and an idle keep-alive connection is kept
+    header_timeout: float = Field(DEFAULT_HEADER_TIMEOUT, gt=0, le=3600)
+    keep_alive_timeout: int = Field(DEFAULT_KEEP_ALIVE, ge=1, le=3600)
     #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
     embedded_agent: bool = False
     #: the agent names this process may hold (empty: every name)

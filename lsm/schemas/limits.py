@@ -40,3 +40,7 @@ MAX_GRAPH_NODES = 500
 #: event streams one API process serves at once, and of one caller (``lsm.api.streams``)
 DEFAULT_MAX_STREAMS = 64
 DEFAULT_MAX_STREAMS_PER_CALLER = 8
+#: seconds a request's headers may take to arrive (``lsm.api.slow_clients``), and seconds an
+#: idle keep-alive connection is kept after an answer (uvicorn's default)
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_KEEP_ALIVE = 5
