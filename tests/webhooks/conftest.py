@@ -9,11 +9,15 @@ that retries happen within the test, never by sleeping: tests wait on what the r
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from lsm.inventory import webhooks as store
+from lsm.inventory.database import Database
 from lsm.schemas.webhooks import DeliveryPolicy
 from tests.webhooks.receiver import Receiver, running_receiver
 
@@ -42,3 +46,26 @@ def fast_config(tmp_path: Any, **policy: Any) -> dict[str, Any]:
 def receiver() -> Iterator[Receiver]:
     with running_receiver() as running:
         yield running
+
+
+def queue_pings(db: Database, url: str, count: int) -> tuple[str, list[str]]:
+    """A webhook row for ``url`` (as registration would store it, unchecked) with ``count``
+    pings queued, due now; its id and the deliveries' ids."""
+    now = datetime.now(UTC)
+    with db.write() as session:
+        conn = session.connection()
+        row = store.create(
+            conn,
+            env_id="env",
+            url=url,
+            events=["instance_state"],
+            secret="x" * 20,
+            cursor="0///0",
+            created_by=None,
+            now=now,
+        )
+        deliveries = [
+            store.NewDelivery("ping", f"ping:{i}", {"i": i}, str(uuid.uuid4())) for i in range(count)
+        ]
+        store.insert_deliveries(conn, row["id"], deliveries, env_id="env", now=now)
+    return str(row["id"]), [d.delivery_id for d in deliveries]

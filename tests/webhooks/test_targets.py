@@ -9,9 +9,7 @@ addresses are public, which no test may reach).
 from __future__ import annotations
 
 import ipaddress
-import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -26,7 +24,7 @@ from lsm.runtime.wiring import ApiRuntime
 from lsm.services.webhook_send import WebhookSender
 from lsm.services.webhook_targets import check_registration, pinned, rule_of
 from lsm.testing import served_url
-from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy
+from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy, queue_pings
 
 PUBLIC = "93.184.216.34"
 
@@ -128,21 +126,7 @@ def deliver(
 ) -> list[dict[str, object]]:
     """Queue one delivery to ``url`` (as if registered when its name was public), send it with
     the default policy, and return its attempts."""
-    now = datetime.now(UTC)
-    with db.write() as session:
-        conn = session.connection()
-        hook = store.create(
-            conn,
-            env_id="env",
-            url=url,
-            events=["instance_state"],
-            secret="x" * 20,
-            cursor="0///0",
-            created_by=None,
-            now=now,
-        )
-        new = store.NewDelivery("ping", "ping:1", {"i": 1}, str(uuid.uuid4()))
-        store.insert_deliveries(conn, hook["id"], [new], env_id="env", now=now)
+    _, (delivery_id,) = queue_pings(db, url, 1)
     sender = WebhookSender(
         db,
         fast_policy(allow_internal=False, max_attempts=1),  # no retry to claim again
@@ -157,7 +141,7 @@ def deliver(
     finally:
         sender.close()
     with db.read() as session:
-        return list(store.attempts_of(session.connection(), [new.delivery_id])[new.delivery_id])
+        return list(store.attempts_of(session.connection(), [delivery_id])[delivery_id])
 
 
 def test_a_name_rebound_to_an_internal_address_is_refused_at_delivery(db: Database) -> None:
