@@ -20,7 +20,8 @@ status it maps to and a short ``kind`` used in the API error body
     │   ├── InvalidAttributes        names each offending attribute path and why
     │   ├── InvalidSetting           unknown setting key or ill-typed value
     │   ├── InvalidDiscoveryOutput   a discovery handler returned a bad id or unserialisable values
-    │   └── IdempotencyKeyReused     an Idempotency-Key sent again with another request
+    │   ├── IdempotencyKeyReused     an Idempotency-Key sent again with another request
+    │   └── WebhookTargetRefused     a webhook URL on an internal address (names the ``rule``)
     ├── RuleViolation (400 rule_violation)
     │   ├── LifecycleInvalid         a lifecycle definition breaks a consistency rule
     │   ├── ExportRuleViolation      a partial export breaks a rule of docs/semantics.md §4
@@ -29,6 +30,8 @@ status it maps to and a short ``kind`` used in the API error body
     ├── Unauthenticated (401 unauthenticated)  no token, or one that is unknown, expired or revoked
     ├── Forbidden (403 forbidden)      a role too low for the route (an environment the caller
     │                                  may not see is a 404 instead: no existence leak)
+    ├── HostNotAllowed (400 host_not_allowed)  a ``Host`` header the server does not answer to
+    ├── TooManyStreams (429 too_many_streams)  an event stream past its cap (``Retry-After``)
     ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
     │   └── SelectorError
     └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
@@ -157,6 +160,12 @@ class IdempotencyKeyReused(InvalidInput):
     kind = "idempotency_key_reused"
 
 
+class WebhookTargetRefused(InvalidInput):
+    """A webhook URL whose host is (or resolves to) an internal address; ``rule`` names the range."""
+
+    kind = "webhook_target_refused"
+
+
 class RuleViolation(LsmError):
     status = 400
     kind = "rule_violation"
@@ -194,6 +203,20 @@ class Unauthenticated(LsmError):
 class Forbidden(LsmError):
     status = 403
     kind = "forbidden"
+
+
+class HostNotAllowed(LsmError):
+    """The request's ``Host`` is not a name the server answers to (DNS rebinding, docs/api.md §1)."""
+
+    status = 400
+    kind = "host_not_allowed"
+
+
+class TooManyStreams(LsmError):
+    """An event stream past the caller's or the server's cap; ``retry_after`` seconds."""
+
+    status = 429
+    kind = "too_many_streams"
 
 
 class ModelError(LsmError):

@@ -132,6 +132,6 @@ async def async_client(
     """An ``AsyncClient`` talking to ``engine.app`` in-process (``httpx.ASGITransport``)."""
     transport = httpx.ASGITransport(app=engine.app)
     async with AsyncClient(
-        "http://lsm.testserver", environment, transport=transport, retry=retry, token=token
+        "http://localhost", environment, transport=transport, retry=retry, token=token
     ) as client:
         yield client

@@ -13,6 +13,7 @@ existed. With it on, a request without a valid credential is a 401:
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,24 @@ class Authenticator:
             return self._from_jwt(credential)
         raise Unauthenticated("not a token this server accepts")
 
+    def open_session(self, credential: str) -> str:
+        """Sign in to the console with ``credential`` (checked like a bearer one): a new
+        session's id (``lsm.inventory.sessions``); ``Unauthenticated`` for a bad credential."""
+        principal = self.principal(credential or None)
+        return self.tokens.open_session(principal, self.config.session_lifetime)
+
+    def session(self, secret: str | None) -> Principal:
+        """The principal of a console session id (``LOCAL`` with authentication off)."""
+        if not self.config.enabled:
+            return LOCAL
+        found = self.tokens.session_principal(secret) if secret else None
+        if found is None:
+            raise Unauthenticated("the console session is unknown, expired or ended: log in again")
+        return found
+
+    def close_session(self, secret: str) -> None:
+        self.tokens.close_session(secret)
+
     def _from_jwt(self, credential: str) -> Principal:
         import jwt
 
@@ -88,7 +107,9 @@ class Authenticator:
         actor = claims.get(self.config.jwt_actor_claim)
         if not isinstance(actor, str) or not actor:
             raise Unauthenticated(f"the token has no {self.config.jwt_actor_claim!r} claim")
-        return Principal(f"jwt:{actor}"[:200], roles_from_claim(claims.get(self.config.jwt_roles_claim)))
+        expires_at = datetime.fromtimestamp(int(claims["exp"]), UTC)
+        roles = roles_from_claim(claims.get(self.config.jwt_roles_claim))
+        return Principal(f"jwt:{actor}"[:200], roles, expires_at=expires_at)
 
 
 def roles_from_claim(value: Any) -> dict[str, Role]:

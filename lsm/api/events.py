@@ -7,7 +7,8 @@ tails the tables (``lsm.facade.events``) so that changes made by other processes
 woken at once by changes of this process, it looks at the database every ``POLL_INTERVAL``
 seconds otherwise, and sends a comment line every ``KEEPALIVE`` seconds of silence so that
 proxies keep the connection open. It ends when the client disconnects (Starlette cancels the
-stream); no thread is held while it waits.
+stream); no thread is held while it waits. Open streams are capped per caller and in total
+(``lsm.api.streams``: a 429 past a cap).
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Annotated
+from typing import Annotated, cast
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.responses import READ, errors
-from lsm.facade import Cursor, EventsFacade
+from lsm.api.streams import CappedStream, StreamLimits, caller_of
+from lsm.facade import Cursor, EventsFacade, RequestContext
 from lsm.facade.holdback import Holdback
 from lsm.schemas.auth import Role
 
@@ -39,9 +41,13 @@ KEEPALIVE = 15.0
 @router.get(
     "/api/v1/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "The event stream."}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "The event stream."},
+        **errors(429),
+    },
 )
 async def events(
+    request: Request,
     facades: FacadesDep,
     ctx: ContextDep,
     last_event_id: Annotated[
@@ -50,8 +56,16 @@ async def events(
 ) -> StreamingResponse:
     """Instance changes, compile and deploy outcomes, from now or after ``Last-Event-ID``."""
     cursor = await run_in_threadpool(facades.events.start, ctx, last_event_id)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(facades.events, cursor), media_type="text/event-stream", headers=headers)
+    return event_stream(request, ctx, facades.events, cursor)
+
+
+def event_stream(
+    request: Request, ctx: RequestContext, feed: EventsFacade, cursor: Cursor
+) -> StreamingResponse:
+    """The response streaming ``feed`` after ``cursor`` to ``ctx``'s caller, within the app's
+    stream caps (shared with the console's stream)."""
+    limits = cast(StreamLimits, request.app.state.stream_limits)
+    return CappedStream(stream(feed, cursor), limits=limits, caller=caller_of(request, ctx))
 
 
 async def stream(feed: EventsFacade, cursor: Cursor) -> AsyncIterator[str]:

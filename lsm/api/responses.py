@@ -23,6 +23,7 @@ _DESCRIPTIONS = {
     409: "Stale current_version, no such transfer in this state, or identity value taken.",
     413: "The request body is larger than the server accepts.",
     422: "The request is invalid; errors names each field.",
+    429: "Too many event streams open (of this caller, or in all); retry after Retry-After seconds.",
     503: "The engine is not ready yet (retry).",
 }
 

@@ -6,6 +6,7 @@ same process as the code that drives it (the sync ``Client`` cannot use the asyn
 (any free port) has no race between choosing the port and listening on it.
 
 ``lsm server`` does not use this: it runs uvicorn in the main thread, with signal handling.
+Both cut slow clients off the same way (``lsm.api.slow_clients``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
+from lsm.api.slow_clients import http_options
+from lsm.schemas.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_KEEP_ALIVE
+
 
 class BackgroundServer:
     """uvicorn on ``host:port`` in a daemon thread; a context manager that waits until it listens.
@@ -29,14 +33,27 @@ class BackgroundServer:
     """
 
     def __init__(
-        self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning"
+        self,
+        app: ASGIApp,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_level: str = "warning",
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        keep_alive: int = DEFAULT_KEEP_ALIVE,
     ) -> None:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.host = host
         self.port: int = self._socket.getsockname()[1]
-        config = uvicorn.Config(app, log_level=log_level, lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level=log_level,
+            lifespan="off",
+            access_log=False,
+            **http_options(header_timeout=header_timeout, keep_alive=keep_alive),
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,

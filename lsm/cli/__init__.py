@@ -246,6 +246,7 @@ def server(
     """Run the API with its embedded compile worker and deploy agent until interrupted."""
     import uvicorn
 
+    from lsm.api.slow_clients import http_options
     from lsm.model.policy import parse_model_option
     from lsm.runtime.config import check_listen, load_config
     from lsm.runtime.wiring import build_api
@@ -281,6 +282,7 @@ def server(
             port=settings.port,
             log_level="info",
             access_log=settings.access_log,
+            **http_options(header_timeout=settings.header_timeout, keep_alive=settings.keep_alive_timeout),
         )
     finally:
         runtime.stop()

@@ -59,12 +59,14 @@ class Facades:
         state_dir: Path | None = None,
         wake_webhooks: Callable[[], None] = lambda: None,
         jail: Jail | None = None,
+        allow_internal_webhooks: bool = False,
     ) -> Facades:
         """``wake_agents(env_id)``: agents of this process look now (``POST /api/v1/deploy``, a
         resume or an unpause, the global noop lifted);
         ``state_dir``: where dry-run handlers find their files (default ``<cwd>/lsm-state``);
         ``wake_webhooks()``: the webhook dispatcher of this process looks now; ``jail``: where
-        dry-run handlers may read (default: the state directory)."""
+        dry-run handlers may read (default: the state directory);
+        ``allow_internal_webhooks``: webhooks may target internal addresses."""
         deploy = (
             DeployFacade(core, state_dir=state_dir, jail=jail)
             if wake_agents is None
@@ -84,7 +86,7 @@ class Facades:
             audit=AuditFacade(core),
             metrics=MetricsFacade(core),
             graphs=GraphsFacade(core),
-            webhooks=WebhooksFacade(core, events, wake=wake_webhooks),
+            webhooks=WebhooksFacade(core, events, wake=wake_webhooks, allow_internal=allow_internal_webhooks),
             halts=HaltsFacade(core, wake=wake_agents or no_wake),
         )
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from lsm.errors import InvalidInput, NotFound
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import audit, tokens
+from lsm.inventory import audit, sessions, tokens
 from lsm.inventory import repository as repo
 from lsm.inventory.audit import AuditFilter
 from lsm.inventory.auth_tables import TokenRow
@@ -29,10 +29,14 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a valid credential is: the actor recorded on changes, and its roles per environment."""
+    """Who a valid credential is: the actor recorded on changes, and its roles per environment;
+    for a console session, the API token it stands for (``token_id``) and when the credential
+    stops working (``expires_at``), when known."""
 
     actor: str
     roles: Mapping[str, Role]
+    token_id: str | None = None
+    expires_at: datetime | None = None
 
 
 def token_actor(row: TokenRow) -> str:
@@ -126,6 +130,7 @@ class TokensFacade:
             if row.revoked_at is None:
                 row.revoked_at = self.clock()
                 session.add(row)
+                sessions.close_for_token(session, row.id)  # its console sessions end with it
                 audit.record(
                     session,
                     actor=ctx.actor,
@@ -143,7 +148,51 @@ class TokensFacade:
             row = tokens.find_by_secret(session, secret)
             if row is None or not tokens.is_valid(row, self.clock()):
                 return None
-            return Principal(token_actor(row), {key: Role(value) for key, value in row.roles.items()})
+            return _token_principal(row)
+
+    # -- console sessions (lsm.inventory.sessions) ------------------------------------------------
+    def open_session(self, principal: Principal, lifetime: float) -> str:
+        """A console session for ``principal`` (checked by the caller), ending after ``lifetime``
+        seconds or with its credential; its id, for the cookie."""
+        now = self.clock()
+        expires_at = now + timedelta(seconds=lifetime)
+        if principal.expires_at is not None:
+            expires_at = min(expires_at, tokens.as_utc(principal.expires_at))
+        roles = {key: role.value for key, role in principal.roles.items()}
+        with self.core.db.write() as session:
+            return sessions.open_session(
+                session,
+                token_id=principal.token_id,
+                actor=principal.actor,
+                roles=roles,
+                expires_at=expires_at,
+                now=now,
+            )
+
+    def session_principal(self, secret: str) -> Principal | None:
+        """The principal of a live console session: not expired, and its token (if it signed in
+        with one) still valid; ``None`` otherwise."""
+        now = self.clock()
+        with self.core.db.read() as session:
+            row = sessions.find(session, secret)
+            if row is None or tokens.as_utc(row.expires_at) <= now:
+                return None
+            if row.token_id is None:
+                return Principal(row.actor, {key: Role(value) for key, value in row.roles.items()})
+            token = session.get(TokenRow, row.token_id)
+            if token is None or not tokens.is_valid(token, now):
+                return None
+            return _token_principal(token)
+
+    def close_session(self, secret: str) -> None:
+        """Sign out: the session is gone (nothing happens for an unknown one)."""
+        with self.core.db.write() as session:
+            sessions.close(session, secret)
+
+
+def _token_principal(row: TokenRow) -> Principal:
+    roles = {key: Role(value) for key, value in row.roles.items()}
+    return Principal(token_actor(row), roles, token_id=row.id, expires_at=tokens.as_utc(row.expires_at))
 
 
 class AuditFacade:

@@ -2,7 +2,8 @@
 
 Why here: the facade resolves the request's environment, starts a new webhook at the feed's
 present (``EventsFacade.present``: no replay of the backlog), generates the secret when none
-is given and shows it once, and writes the audit line in the transaction of the change. The
+is given and shows it once, refuses a target on an internal address unless the server allows
+them (``lsm.services.webhook_targets``), and writes the audit line in the transaction of the change. The
 dispatching and sending run in the service loop (``lsm.services.webhook_dispatch``,
 ``lsm.services.webhook_send``).
 """
@@ -22,6 +23,7 @@ from lsm.inventory import webhooks as store
 from lsm.inventory.batches import utc
 from lsm.inventory.tables import utcnow
 from lsm.schemas.webhooks import AttemptOut, CreateWebhook, DeliveryOut, WebhookCreated, WebhookOut
+from lsm.services.webhook_targets import check_registration
 
 #: the event kind of ``POST /api/v1/webhooks/{id}/test``
 PING = "ping"
@@ -70,12 +72,21 @@ def delivery_out(row: dict[str, Any], attempts: list[dict[str, Any]]) -> Deliver
 
 class WebhooksFacade:
     """Register and inspect an environment's webhooks. ``wake``: the dispatcher of this process
-    looks at the feed now (a new webhook, a ping)."""
+    looks at the feed now (a new webhook, a ping); ``allow_internal``: targets on internal
+    addresses are accepted (``[webhooks] allow_internal``)."""
 
-    def __init__(self, core: Core, events: EventsFacade, *, wake: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        core: Core,
+        events: EventsFacade,
+        *,
+        wake: Callable[[], None] = lambda: None,
+        allow_internal: bool = False,
+    ) -> None:
         self.core = core
         self.events = events
         self.wake = wake
+        self.allow_internal = allow_internal
 
     def _env(self, ctx: RequestContext) -> str:
         return self.core.environments.context(ctx.environment).env_id
@@ -83,6 +94,8 @@ class WebhooksFacade:
     def create(self, ctx: RequestContext, body: CreateWebhook) -> WebhookCreated:
         """A new webhook receiving what happens from now on; its secret is in this answer only."""
         env_id = self._env(ctx)
+        if not self.allow_internal:
+            check_registration(body.url)
         secret = body.secret or secrets.token_urlsafe(32)
         cursor = self.events.present(env_id).encode()
         events: list[str] = list(dict.fromkeys(body.events))

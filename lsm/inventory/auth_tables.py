@@ -7,6 +7,10 @@ Why these shapes:
   only its SHA-256 (``lsm.inventory.tokens`` says why that hash). ``roles`` maps an
   environment id (or ``*``) to a role. A revoked token keeps its row (``revoked_at``) so that
   the audit trail can still name it.
+* ``lsm_console_session``: one row per console sign-in (``lsm.inventory.sessions``), found by
+  the SHA-256 of the random session id the browser's cookie carries, bound to the token it
+  signed in with (``token_id``, indexed: revoking a token deletes its sessions) or, for a JWT,
+  to the actor and roles it had; ``expires_at`` ends it. Logging out deletes the row.
 * ``lsm_audit``: who changed what outside the instance event log and the compile queue
   (environments, settings, tokens), with the actor and the request id; ``GET /api/v1/audit``
   lists it together with those two (``lsm.inventory.audit``). Indexed for its filters: by
@@ -37,6 +41,18 @@ class TokenRow(SQLModel, table=True):
     expires_at: datetime
     revoked_at: datetime | None = None
     created_by: str | None = Field(default=None, max_length=200)
+
+
+class ConsoleSessionRow(SQLModel, table=True):
+    """A console sign-in: the hash of its session id, who it is, and until when."""
+
+    __tablename__ = "lsm_console_session"
+    id_hash: str = Field(primary_key=True, max_length=64)
+    token_id: str | None = Field(default=None, max_length=36, index=True)
+    actor: str = Field(max_length=200)
+    roles: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JsonType, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
 
 
 class AuditRow(SQLModel, table=True):

@@ -31,7 +31,13 @@ from lsm.errors import ConfigurationError
 from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
-from lsm.schemas.limits import DEFAULT_MAX_BODY_BYTES
+from lsm.schemas.limits import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CALLER,
+)
 from lsm.schemas.webhooks import DeliveryPolicy
 
 ENV_VARS = {
@@ -88,6 +94,18 @@ class ServerConfig(BaseModel):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     #: listen on a non-loopback address without authentication (``lsm server --insecure``)
     insecure: bool = False
+    #: ``Host`` names the API answers to besides ``localhost``, ``127.0.0.1``, ``[::1]`` and
+    #: ``host`` (``lsm.api.hosts``: DNS rebinding); with authentication on and nothing listed,
+    #: every name; ``"*"``: every name
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: event streams (``/api/v1/events``, the console's) one API process serves at once, and
+    #: of one caller (token, or client address with authentication off): 429 past either
+    max_streams: int = Field(DEFAULT_MAX_STREAMS, ge=1, le=100_000)
+    max_streams_per_caller: int = Field(DEFAULT_MAX_STREAMS_PER_CALLER, ge=1, le=100_000)
+    #: seconds a request's headers may take to arrive before the connection is cut (slow
+    #: clients, ``lsm.api.slow_clients``), and an idle keep-alive connection is kept
+    header_timeout: float = Field(DEFAULT_HEADER_TIMEOUT, gt=0, le=3600)
+    keep_alive_timeout: int = Field(DEFAULT_KEEP_ALIVE, ge=1, le=3600)
     #: run a deploy agent in the server's service loop (``lsm server`` turns it on; tests decide)
     embedded_agent: bool = False
     #: the agent names this process may hold (empty: every name)

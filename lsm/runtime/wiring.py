@@ -435,6 +435,7 @@ class ApiRuntime(_Runtime):
             jail=jail_of(config),
             # a ping queues its delivery itself: only the sender needs waking
             wake_webhooks=processing.wake_webhooks,
+            allow_internal_webhooks=config.webhooks.allow_internal,
         )
         # here, not at the top: a worker or an agent never serves HTTP, and FastAPI with the
         # API's routers is a third of a second of every ``lsm worker``'s start
@@ -445,6 +446,10 @@ class ApiRuntime(_Runtime):
             is_ready=lambda: self.ready,
             auth=config.auth,
             max_body_bytes=config.max_body_bytes,
+            allowed_hosts=config.allowed_hosts,
+            listen_host=config.host,
+            max_streams=config.max_streams,
+            max_streams_per_caller=config.max_streams_per_caller,
         )
 
     def start(self) -> None:

@@ -21,6 +21,8 @@ ALL_ENVIRONMENTS = "*"
 MAX_TOKEN_LIFETIME = 10 * 365 * 24 * 3600
 #: the lifetime of a token created without one (seconds): 90 days
 DEFAULT_TOKEN_LIFETIME = 90 * 24 * 3600
+#: the lifetime of a console session (seconds): a working day
+DEFAULT_SESSION_LIFETIME = 12 * 3600
 
 
 class Role(StrEnum):
@@ -68,6 +70,8 @@ class AuthConfig(BaseModel):
     jwt_roles_claim: str = "lsm_roles"
     #: the claim naming the caller (the actor is ``jwt:<value>``)
     jwt_actor_claim: str = "sub"
+    #: seconds a console session lasts (it ends sooner with its token or JWT, or at sign-out)
+    session_lifetime: float = Field(DEFAULT_SESSION_LIFETIME, gt=0, le=MAX_TOKEN_LIFETIME)
 
     @property
     def jwt_enabled(self) -> bool:

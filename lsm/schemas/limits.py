@@ -52,3 +52,10 @@ MAX_PAGE = 1000
 #: the most nodes a served graph (``/api/v1/graph/...``) may have: larger pictures are unreadable
 #: and cost the server a layout; the 422 says how to narrow the graph
 MAX_GRAPH_NODES = 500
+#: event streams one API process serves at once, and of one caller (``lsm.api.streams``)
+DEFAULT_MAX_STREAMS = 64
+DEFAULT_MAX_STREAMS_PER_CALLER = 8
+#: seconds a request's headers may take to arrive (``lsm.api.slow_clients``), and seconds an
+#: idle keep-alive connection is kept after an answer (uvicorn's default)
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_KEEP_ALIVE = 5

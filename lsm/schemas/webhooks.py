@@ -138,6 +138,10 @@ class DeliveryPolicy(BaseModel):
     #: deliveries one process sends at once: the runner threads are shared with compiles and
     #: deploys, and a receiver that hangs until the timeout must not hold all of them
     concurrency: int = Field(2, ge=1, le=64)
+    #: let webhooks reach internal addresses (loopback, link-local, private ranges...): off, a
+    #: target on one is refused at registration and at every delivery
+    #: (``lsm.services.webhook_targets``)
+    allow_internal: bool = False
 
     def delay(self, attempts: int) -> float:
         """Seconds before the next attempt, after ``attempts`` failed ones."""

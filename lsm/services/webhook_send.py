@@ -9,8 +9,15 @@ it again, so receivers de-duplicate by ``X-LSM-Delivery`` (the same id at every 
 Outcome of an attempt: a 2xx answer is ``delivered``. Anything else (another status, a
 refused connection, a timeout) is retried after ``policy.delay(attempts)`` seconds, until
 ``policy.max_attempts`` attempts or ``policy.max_age`` seconds, then the delivery is
-``failed``. Every attempt is logged with its status code or error (``lsm_webhook_attempt``).
-Redirects are not followed: a receiver answers where it was registered.
+``failed``. Every attempt is logged with its status code or error, and its duration
+(``lsm_webhook_attempt``), never with the receiver's answer: what a receiver says is not the
+sender's to keep (an internal service hit by a webhook would otherwise be read through the log).
+The answer's body is not even read.
+
+Targets: unless ``policy.allow_internal``, every attempt resolves the URL's host, refuses an
+internal address and sends to the address it checked (``lsm.services.webhook_targets``). A
+redirect is followed only when it keeps the signed POST (307, 308), at most ``MAX_REDIRECTS``
+times, each new target checked the same way; any other 3xx is a failed attempt.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 
+from lsm.errors import WebhookTargetRefused
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
 from lsm.inventory.tables import utcnow
@@ -36,11 +45,14 @@ from lsm.schemas.webhooks import (
     DeliveryPolicy,
     signature,
 )
+from lsm.services.webhook_targets import Resolver, pinned, system_resolver
 
 log = logging.getLogger(__name__)
 
-#: the most characters of an error (or of a refusing receiver's answer) kept per attempt
+#: the most characters of an error kept per attempt
 ERROR_CHARS = 500
+#: redirects (307/308) one attempt follows
+MAX_REDIRECTS = 3
 
 
 def body_of(payload: dict[str, Any]) -> bytes:
@@ -83,8 +95,10 @@ class WebhookSender:
         *,
         clock: Callable[[], datetime] = utcnow,
         transport: httpx.BaseTransport | None = None,
+        resolve: Resolver = system_resolver,
     ) -> None:
         self.db = db
+        self.resolve = resolve
         self.policy = policy
         self.owner = owner
         self.clock = clock
@@ -181,10 +195,9 @@ class WebhookSender:
         status_code: int | None = None
         error: str | None = None
         try:
-            response = self.http.post(claimed.url, content=body, headers=headers)
-            status_code = response.status_code
-            if not 200 <= status_code < 300:
-                error = f"HTTP {status_code}: {response.text[:ERROR_CHARS]}"
+            status_code, error = self.post(claimed.url, body, headers)
+        except WebhookTargetRefused as exc:
+            error = f"refused: {exc}"[:ERROR_CHARS]
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
         duration_ms = (time.monotonic() - started) * 1000
@@ -196,6 +209,28 @@ class WebhookSender:
         if not recorded:
             log.warning("%s: its lease was taken over; the outcome was not recorded", claimed.delivery_id)
         return outcome
+
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str | None]:
+        """POST ``body`` to ``url``, following 307/308 redirects to checked targets; the last
+        status code and, unless it is a 2xx, what was wrong (never the answer's body)."""
+        for _ in range(MAX_REDIRECTS + 1):
+            target = pinned(url, allow_internal=self.policy.allow_internal, resolve=self.resolve)
+            request = self.http.build_request(
+                "POST", target.url, content=body, headers={**headers, **target.headers}
+            )
+            request.extensions.update(target.extensions)
+            response = self.http.send(request, stream=True)
+            response.close()  # the status is all that is kept: the body is never read
+            status = response.status_code
+            location = response.headers.get("location")
+            if 200 <= status < 300:
+                return status, None
+            if status not in (307, 308) or not location:
+                if 300 <= status < 400:
+                    return status, f"HTTP {status}: redirect not followed (only 307 and 308 keep the POST)"
+                return status, f"HTTP {status}"
+            url = urljoin(url, location)
+        return status, f"HTTP {status}: more than {MAX_REDIRECTS} redirects"
 
     def outcome(
         self, claimed: store.Claimed, status_code: int | None, error: str | None, duration_ms: float

@@ -225,7 +225,7 @@ def test_a_chunked_body_is_cut_off_at_the_limit(db: Database) -> None:
 
     async def post() -> httpx.Response:
         transport = httpx.ASGITransport(app=engine.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://lsm.test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return await client.post(BOX, content=chunks(), headers={"content-type": "application/json"})
 
     try:

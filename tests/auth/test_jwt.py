@@ -139,3 +139,21 @@ def test_an_hs256_secret_works_and_the_roles_claim_may_be_a_list() -> None:
         authenticator.principal(jwt.encode(claims, "another-secret-" * 3, algorithm="HS256"))
     with pytest.raises(Unauthenticated):
         authenticator.principal(jwt.encode({**claims, "sub": ""}, secret, algorithm="HS256"))
+
+
+def test_a_jwt_opens_a_console_session_and_an_expired_one_opens_none(idp_server: str) -> None:
+    """A JWT signs in to the console like a token: the cookie is a session id, the pages see
+    the JWT's actor and roles; an expired JWT is refused at the login."""
+    with httpx.Client(base_url=idp_server, timeout=30) as browser:
+        form = browser.get("/login").text
+        csrf = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+        login = browser.post("/login", data={"csrf_token": csrf, "token": _token()})
+        assert login.status_code == 303
+        assert "lsm_session" in browser.cookies and browser.cookies["lsm_session"].startswith("lsms_")
+        page = browser.get("/inventory/note")
+        assert page.status_code == 200 and "jwt:alice" in page.text
+    with httpx.Client(base_url=idp_server, timeout=30) as late:
+        form = late.get("/login").text
+        csrf = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+        expired = _token(exp=int(time.time()) - 5)
+        assert late.post("/login", data={"csrf_token": csrf, "token": expired}).status_code == 401

@@ -243,7 +243,7 @@ BODIES: dict[tuple[str, str], Any] = {
         "discovered_ids": ["std::File[h,path=/x]"]
     },
     ("POST", "/api/v1/tokens"): lambda n: {"name": f"made-{n}", "roles": {"default": "viewer"}},
-    ("POST", "/api/v1/webhooks"): lambda n: {"url": f"http://127.0.0.1:9/hook-{n}"},
+    ("POST", "/api/v1/webhooks"): lambda n: {"url": f"https://receiver.invalid/hook-{n}"},
 }
 QUERIES: dict[tuple[str, str], dict[str, Any]] = {
     ("DELETE", "/lsm/v1/service_inventory/{entity}/{ref}"): {"current_version": 1},

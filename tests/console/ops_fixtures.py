@@ -61,7 +61,7 @@ class Pages:
         async def send() -> httpx.Response:
             transport = httpx.ASGITransport(app=self.app)
             async with httpx.AsyncClient(
-                transport=transport, base_url="http://console.test", cookies=self.cookies
+                transport=transport, base_url="http://127.0.0.1", cookies=self.cookies
             ) as client:
                 answer = await client.request(method, url, **options)
                 self.cookies = client.cookies

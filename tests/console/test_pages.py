@@ -25,7 +25,7 @@ from tests.api.fixtures import LIFECYCLES, MODEL
 from tests.conftest import make_database
 
 LOCAL = RequestContext.local()
-BASE = "http://console.test"
+BASE = "http://127.0.0.1"
 
 
 def _engine(backend: str, tmp_path: Path, *, auth: bool) -> ApiRuntime:

@@ -227,3 +227,34 @@ def test_upgrading_from_0008_adds_the_webhook_tables_and_the_action_feed_index(b
         assert {"lsm_webhook", "lsm_webhook_delivery", "lsm_webhook_attempt"} <= set(
             inspect(conn).get_table_names()
         )
+
+
+def test_upgrading_to_0012_adds_console_sessions_and_cuts_answers_out_of_the_webhook_log(
+    blank: Database,
+) -> None:
+    """A database at 0010 (before console sessions) gets their table, and the receivers' answers
+    its delivery log kept are cut to the status (``HTTP <status>``); other errors stay."""
+    from alembic import command
+
+    blank.create_schema()
+    with blank.write_engine.begin() as conn:  # back to 0010, before console sessions
+        config = schema._config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0010")
+        assert "lsm_console_session" not in inspect(conn).get_table_names()
+        for n, (code, error) in enumerate(
+            [(500, "HTTP 500: password=hunter2"), (None, "ConnectError: refused"), (200, None)]
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO lsm_webhook_attempt (delivery_id, attempted_at, status_code, error, "
+                    "duration_ms, sender) VALUES (:d, CURRENT_TIMESTAMP, :code, :error, 1.0, 's')"
+                ),
+                {"d": f"d{n}", "code": code, "error": error},
+            )
+    blank.create_schema()
+    assert _differences(blank) == []
+    with blank.write_engine.connect() as conn:
+        assert "lsm_console_session" in inspect(conn).get_table_names()
+        rows = conn.execute(text("SELECT error FROM lsm_webhook_attempt ORDER BY delivery_id")).all()
+    assert [r[0] for r in rows] == ["HTTP 500", "ConnectError: refused", None]

@@ -4,7 +4,6 @@ database (every backend) with a real receiver. Time is moved by the senders' clo
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,31 +15,14 @@ from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.webhooks import CreateWebhook
 from lsm.services.webhook_dispatch import WebhookDispatcher
 from lsm.services.webhook_send import WebhookSender
-from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy
+from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy, queue_pings
 from tests.webhooks.receiver import Receiver
 
 LOCAL = RequestContext.local()
 
 
 def queue(db: Database, receiver: Receiver, count: int) -> str:
-    now = datetime.now(UTC)
-    with db.write() as session:
-        conn = session.connection()
-        row = store.create(
-            conn,
-            env_id="env",
-            url=receiver.url,
-            events=["instance_state"],
-            secret="x" * 20,
-            cursor="0///0",
-            created_by=None,
-            now=now,
-        )
-        deliveries = [
-            store.NewDelivery("ping", f"ping:{i}", {"i": i}, str(uuid.uuid4())) for i in range(count)
-        ]
-        store.insert_deliveries(conn, row["id"], deliveries, env_id="env", now=now)
-    return str(row["id"])
+    return queue_pings(db, receiver.url, count)[0]
 
 
 def test_a_taken_over_delivery_is_recorded_by_its_new_sender_only(db: Database, receiver: Receiver) -> None:

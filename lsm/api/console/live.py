@@ -2,7 +2,8 @@
 
 Why a second route: ``EventSource`` sends cookies but no ``Authorization`` header, so the API's
 ``/api/v1/events`` (bearer only) cannot serve it. This route resolves the caller from the
-console session and streams exactly what the API streams (``lsm.api.events``), from now.
+console session and streams exactly what the API streams (``lsm.api.events``), from now,
+within the same caps.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
 from lsm.api.deps import get_facades
-from lsm.api.events import stream
+from lsm.api.events import event_stream
 from lsm.schemas.auth import Role
 
 router = APIRouter(
@@ -26,6 +27,6 @@ router = APIRouter(
 async def console_events(request: Request) -> StreamingResponse:
     """Instance changes and compile completions of the console's environment, from now."""
     feed = get_facades(request).events
-    cursor = await run_in_threadpool(feed.start, context_of(request), request.headers.get("last-event-id"))
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(feed, cursor), media_type="text/event-stream", headers=headers)
+    ctx = context_of(request)
+    cursor = await run_in_threadpool(feed.start, ctx, request.headers.get("last-event-id"))
+    return event_stream(request, ctx, feed, cursor)

@@ -1,8 +1,9 @@
 """Log in, log out, pick an environment, and the console's static files.
 
 Login takes an API token, checks it with the API's ``Authenticator`` (the same tokens, the same
-refusal for unknown, expired and revoked ones), and stores it in the session cookie
-(``lsm.api.console.session``). Logout clears the cookie. The environment switcher stores the
+refusal for unknown, expired and revoked ones), opens a console session bound to it and stores
+the session's id in the cookie (``lsm.api.console.session``). Logout deletes the session and
+clears the cookie. The environment switcher stores the
 chosen environment in a cookie; which environments a caller may use is still decided per
 request by the role checks.
 """
@@ -14,13 +15,14 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import Scope, public
 from lsm.api.auth import Authenticator
 from lsm.api.console.forms import read_form
 from lsm.api.console.render import bare_page, package_dir, secure, set_session_cookie
 from lsm.api.console.routing import ConsoleRoute
-from lsm.api.console.session import ENVIRONMENT_COOKIE, SESSION_COOKIE, console_require
+from lsm.api.console.session import ENVIRONMENT_COOKIE, SESSION_COOKIE, console_require, session_value
 from lsm.errors import Unauthenticated
 from lsm.schemas.auth import Role
 
@@ -58,19 +60,24 @@ async def login(request: Request) -> Response:
     if not authenticator.enabled:
         return RedirectResponse(target, status_code=303)
     token = fields.get("token", "").strip()
-    try:
-        authenticator.principal(token or None)
+    try:  # reads and writes the database: not on the event loop
+        session_id = await run_in_threadpool(authenticator.open_session, token)
     except Unauthenticated as exc:
         return bare_page(request, "login.html", status_code=401, next=target, message=str(exc))
     response = RedirectResponse(target, status_code=303)
-    set_session_cookie(response, request, token)
+    set_session_cookie(response, request, session_id)
     return response
 
 
 @router.post("/logout", dependencies=[public()])
 async def logout(request: Request) -> Response:
-    """Forget the session cookie (CSRF-checked: a cross-site page cannot log a user out)."""
+    """End the session and forget its cookie (CSRF-checked: a cross-site page cannot log a user
+    out). The session is deleted: its cookie, kept or copied, opens nothing any more."""
     await read_form(request)
+    authenticator = cast(Authenticator, request.app.state.authenticator)
+    cookie = session_value(request)
+    if authenticator.enabled and cookie is not None:
+        await run_in_threadpool(authenticator.close_session, cookie)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/", secure=secure(request), httponly=True, samesite="strict")
     return response

@@ -2,9 +2,13 @@
 
 Why a second way in: a browser cannot send ``Authorization: Bearer`` on a link, a form post or
 an ``EventSource``. So the login page (``lsm.api.console.login``) takes an API token (the same
-tokens, checked by the same ``lsm.api.auth.Authenticator``) and stores it in the HttpOnly,
-SameSite=Strict cookie ``lsm_session`` (Secure over https). Every console route resolves its
-caller from that cookie, or from a bearer header when a script sends one, and declares its role
+tokens, checked by the same ``lsm.api.auth.Authenticator``), opens a console session bound to
+it (``lsm.inventory.sessions``: a random id stored hashed, with an expiry) and stores the
+session's id, never the token, in the HttpOnly, SameSite=Strict cookie ``lsm_session`` (Secure
+over https). Logging out deletes the session; revoking the token deletes its sessions. Every
+console route resolves its caller from that cookie (a session that is unknown, expired, ended
+or whose token is no longer valid is a 401), or from a bearer header when a script sends one,
+and declares its role
 with ``console_require`` -- an ``lsm.api.access.Access`` checked by the same ``check()`` as the
 API's routes, so ``tests/auth/test_roles.py`` walks the console too.
 
@@ -94,12 +98,14 @@ def console_context(request: Request) -> RequestContext:
     request.state.request_id = request_id
     authenticator = cast(Authenticator, request.app.state.authenticator)
     credential = bearer_credential(request)
-    if credential is None and authenticator.enabled:
-        credential = session_value(request)
-    if credential is None and authenticator.enabled:
+    cookie = session_value(request)
+    if credential is None and cookie is None and authenticator.enabled:
         raise ConsoleDenied(Unauthenticated("log in with an API token to use the console"))
     try:
-        principal = authenticator.principal(credential)
+        if credential is not None:
+            principal = authenticator.principal(credential)
+        else:
+            principal = authenticator.session(cookie)
     except Unauthenticated as exc:
         raise ConsoleDenied(exc) from None
     environment = request.query_params.get("env") or request.cookies.get(ENVIRONMENT_COOKIE) or None

@@ -1,7 +1,7 @@
 """Deploy claims that can be taken back and lifecycle feedback that survives a crash.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0012
 
 * ``lsm_resource_state.claimed_at`` and the partial index ``ix_lsm_resource_state_claimed``:
   a claim older than the agents' lease is re-examined by its holder (one it no longer runs
@@ -19,7 +19,7 @@ from alembic import op
 from lsm.inventory.database import JsonType
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
