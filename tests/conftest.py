@@ -24,7 +24,8 @@ TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 #: the test models every test engine offers by name (docs/api.md: models come from the operator)
 TEST_MODELS = {
-    name: f"tests.models.{name}" for name in ("things", "hang", "counters", "fragile", "shared_boxes")
+    name: f"tests.models.{name}"
+    for name in ("things", "hang", "counters", "fragile", "shared_boxes", "blocking")
 }
 
 

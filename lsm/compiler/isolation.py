@@ -60,6 +60,14 @@ ATTEMPTS = 2
 DUMP_WAIT = 1.0
 
 
+class PoolStopped(BaseException):
+    """The compile processes were stopped (the engine stops) while a compile waited for one.
+
+    Not a failure of the compile: its work gives the request back, another process runs it. A
+    ``BaseException``, like ``TimeLimitExceeded``, so that no model-error handler records it.
+    """
+
+
 class CompileClock:
     """The time limit of one compile work: restarted per compile, read by the loop and the pool."""
 
@@ -185,6 +193,12 @@ class CompilePool:
         with self._cond:
             return [c.pid for c in self._children if c.pid is not None and c.process.is_alive()]
 
+    def busy_pids(self) -> list[int]:
+        """The process ids of the compile processes running a compile now."""
+        with self._cond:
+            idle = set(self._idle)
+            return [c.pid for c in self._children if c not in idle and c.pid is not None]
+
     # -- one refinement -------------------------------------------------------------------------
     def refine(
         self,
@@ -238,7 +252,9 @@ class CompilePool:
             except (EOFError, OSError):
                 child.process.join(5)
                 code = child.process.exitcode
-                if not last and not self._stopped:
+                if self._stopped:
+                    raise PoolStopped("the compile processes were stopped") from None
+                if not last:
                     return None
                 raise CompileCrashed(
                     f"the compile process died (exit code {code}) before it answered",
@@ -255,7 +271,7 @@ class CompilePool:
         with self._cond:
             while True:
                 if self._stopped:
-                    raise CompileCrashed("the compile processes are stopping")
+                    raise PoolStopped("the compile processes are stopped")
                 if self._idle:
                     return self._idle.pop()
                 if len(self._children) < self.size:

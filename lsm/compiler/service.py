@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from lsm.compiler.isolation import CompileClock, clocked
+from lsm.compiler.isolation import CompileClock, PoolStopped, clocked
 from lsm.compiler.locks import EnvironmentLocks, Held, SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
@@ -96,6 +96,8 @@ class ExportWork(_CompileWork):
                 self.service.queue.finish(batch, status="failed", report=_timeout_report(self.timeout, exc))
             except LeaseLost:
                 pass
+        except PoolStopped:
+            _give_back(self)
         finally:
             self.clock.stop()
             self.held.release()
@@ -145,6 +147,8 @@ class ValidationWork(_CompileWork):
         except TimeLimitExceeded:
             # it landed outside a model run (those fail their own validation): give back the rest
             self.service.queue.release(self.batches)
+        except PoolStopped:
+            _give_back(self)
         except Exception:
             log.exception(
                 "validation batch of environment %s failed; its requests go back to the queue", self.env_id
@@ -298,6 +302,12 @@ class CompileService:
                 listener(env_id)
             except Exception:
                 log.exception("compile listener failed")
+
+
+def _give_back(work: _CompileWork) -> None:
+    """The compile processes stopped under ``work`` (the engine stops): another process runs it."""
+    log.info("%s: the compile processes stopped; its requests go back to the queue", work.label)
+    work.service.queue.release([b for b in work.batches if b.leader.id not in work.done])
 
 
 def _timeout_report(timeout: float, exc: BaseException | None, *, stuck: bool = False) -> dict[str, Any]:
