@@ -22,13 +22,13 @@ import gc
 import resource
 import signal
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any
+from typing import Any, cast
 
 from lsm.errors import LsmError
-from lsm.model import load_model, refine
+from lsm.model import RefineResult, Resource, load_model, refine
 from lsm.model.context import InstanceDict
 from lsm.model.loader import Model
 from lsm.model.report import located
@@ -90,7 +90,7 @@ def run(job: Job) -> tuple[Any, ...]:
     model: Model | None = None
     try:
         model = _model(job.model, job.fingerprint)
-        return ("ok", refine(model, job.instances, validation=job.validation))
+        return ("ok", as_data(refine(model, job.instances, validation=job.validation)))
     except MemoryError:
         return ("memory", _traceback())
     except LsmError as exc:
@@ -101,6 +101,33 @@ def run(job: Job) -> tuple[Any, ...]:
     except Exception as exc:  # a bug that escaped the model's error handling: as an internal error
         details = {"traceback": _traceback(), **located(exc, _files(model))}
         return ("error", LsmError, f"{type(exc).__name__}: {exc}", details)
+
+
+def as_data(result: RefineResult) -> RefineResult:
+    """``result`` with each resource as its ``ResourceData``: all the compiler reads of a resource
+    (its id, and the data it stores), and a tuple of plain values pickles several times faster
+    than the resource object. Shared lists and resources stay shared (the sets reuse the lists
+    of single-instance trees), so nothing is sent twice."""
+    data: dict[int, Any] = {}
+    lists: dict[int, list[Any]] = {}
+
+    def convert(resources: list[Resource]) -> list[Resource]:
+        out = lists.get(id(resources))
+        if out is None:
+            out = lists[id(resources)] = []
+            for resource in resources:
+                item = data.get(id(resource))
+                if item is None:
+                    item = data[id(resource)] = resource.to_data()
+                out.append(item)
+        return cast(list[Resource], out)  # read only through ``id`` and ``to_data()``
+
+    return replace(
+        result,
+        owned={iid: convert(rs) for iid, rs in result.owned.items()},
+        sets={root: convert(rs) for root, rs in result.sets.items()},
+        shared=convert(result.shared),
+    )
 
 
 def _model(spec: str, fingerprint: str | None) -> Model:
