@@ -168,17 +168,27 @@ class CompilePool:
         self._children: set[_Child] = set()
         self._cond = threading.Condition()
         self._stopped = False
+        self._warming: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start ``warm`` processes now, so that the first compile does not wait for one."""
+        """Start ``warm`` processes in the background, so that the first compile does not wait
+        for one and the engine's start does not wait for the forkserver either."""
         with self._cond:
             self._stopped = False
-            while len(self._children) < self.warm:
+        self._warming = threading.Thread(target=self._warm, name="lsm-compile-pool", daemon=True)
+        self._warming.start()
+
+    def _warm(self) -> None:
+        with self._cond:
+            while not self._stopped and len(self._children) < self.warm:
                 self._idle.append(self._spawn())
+                self._cond.notify()
 
     def stop(self) -> None:
         """Kill every process (none holds anything but a job in progress, which then fails)."""
+        if self._warming is not None:
+            self._warming.join()
         with self._cond:
             self._stopped = True
             children = list(self._children)
