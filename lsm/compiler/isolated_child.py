@@ -55,6 +55,7 @@ def serve(conn: Connection, dump_path: str) -> None:
     _die_with_parent()
     with open(dump_path, "w") as dump:
         faulthandler.register(DUMP_SIGNAL, file=dump, all_threads=True)
+        faulthandler.enable(file=dump, all_threads=True)  # a crash in C says where, too
         while True:
             try:
                 job = conn.recv()

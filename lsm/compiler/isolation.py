@@ -142,7 +142,11 @@ class _Child:
             if now and now == size:
                 break
             size = now
-        return path.read_text(errors="replace")
+        return self.written()
+
+    def written(self) -> str:
+        """What the process wrote of its threads (asked by ``where``, or as it crashed)."""
+        return Path(self.dump_path).read_text(errors="replace")
 
     def kill(self) -> None:
         self.process.kill()
@@ -269,6 +273,7 @@ class CompilePool:
                 raise CompileCrashed(
                     f"the compile process died (exit code {code}) before it answered",
                     exit_code=code,
+                    traceback=child.written() or "(the compile process did not say where it was)",
                 ) from None
             healthy = answer[0] != "memory"  # after a refused allocation: a fresh process
             return answer
