@@ -10,7 +10,9 @@ read (the process reads nothing stored) and waits for the ``RefineResult`` or th
   ``compile_timeout``, the same clock the service loop keeps). Past it, the process writes
   where it is (``faulthandler``), is killed, and the compile fails with ``CompileTimeout``
   carrying that traceback. While the process holds the limit, the loop does not interrupt the
-  waiting thread (``CompileClock.delegated``): one clock, one owner at a time.
+  waiting thread (``CompileClock.delegated``): one clock, one owner at a time. After a
+  kill the clock starts again for the thread's own work of recording the failure, so that the
+  loop's interrupt can not land in the middle of it.
 * **Memory.** The process runs each job under an address-space limit (``RLIMIT_AS``, setting
   ``compile_memory_limit``): the kernel refuses the allocation that would pass it, at once and
   whatever allocates, and the model's ``MemoryError`` comes back as ``CompileMemoryLimit``.
@@ -254,6 +256,8 @@ class CompilePool:
         try:
             child.conn.send(job)
             if not wait([child.conn], timeout=max(0.0, deadline - time.monotonic())):
+                if clock is not None:  # the limit was the model's; recording its failure gets its own
+                    clock.restart()
                 where = child.where()
                 raise CompileTimeout(
                     f"the model did not finish within {timeout:g} s (setting compile_timeout); "
