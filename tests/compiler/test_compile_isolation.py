@@ -191,3 +191,30 @@ def test_stopping_the_engine_stops_every_compile_process(engine_factory: Callabl
     engine.stop()
     wait_until(lambda: all(_gone(pid) for pid in pids), "every compile process is gone")
     assert pool.pids() == []
+
+
+def _tcp_inodes() -> set[str]:
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        lines = Path(table).read_text().splitlines()[1:] if Path(table).exists() else []
+        inodes.update(line.split()[9] for line in lines)
+    return inodes
+
+
+def test_a_compile_process_holds_no_database_connection(engine_factory: Callable[..., ApiRuntime]) -> None:
+    engine = engine_factory("tests.models.things")
+    env = _env(engine, "clean")
+    order = engine.facades.inventory.create_instance(env, "blocker", {"name": "c0"})
+    engine.processing.drain()
+    assert _state(engine, env, order.id) == "creating"
+    pids = _pool(engine).pids()
+    assert pids
+    database = engine.db.url.rsplit("/", 1)[-1] if engine.db.is_sqlite else None
+    tcp = _tcp_inodes()
+    for pid in pids:
+        targets = [os.readlink(link) for link in Path(f"/proc/{pid}/fd").iterdir()]
+        assert not [t for t in targets if database and database in t], (
+            "the SQLite file is open in a compile process"
+        )
+        sockets = {t.removeprefix("socket:[").rstrip("]") for t in targets if t.startswith("socket:")}
+        assert not sockets & tcp, "a compile process holds a TCP connection"
