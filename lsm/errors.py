@@ -33,7 +33,11 @@ status it maps to and a short ``kind`` used in the API error body
     ├── HostNotAllowed (400 host_not_allowed)  a ``Host`` header the server does not answer to
     ├── TooManyStreams (429 too_many_streams)  an event stream past its cap (``Retry-After``)
     ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
-    │   └── SelectorError
+    │   ├── SelectorError
+    │   └── CompileLimitExceeded     the model's process passed a limit or died (lsm.compiler.isolation)
+    │       ├── CompileTimeout       compile_timeout (also for code blocked outside Python)
+    │       ├── CompileMemoryLimit   compile_memory_limit
+    │       └── CompileCrashed       the model's process died (killed, crashed)
     └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
 
 Nothing here imports the rest of the engine: it is the bottom of every layer.
@@ -226,6 +230,24 @@ class ModelError(LsmError):
 
 class SelectorError(ModelError):
     kind = "selector_error"
+
+
+class CompileLimitExceeded(ModelError):
+    """The process that ran the model was stopped: a limit, or it died. The request fails."""
+
+    kind = "compile_limit"
+
+
+class CompileTimeout(CompileLimitExceeded):
+    kind = "compile_timeout"
+
+
+class CompileMemoryLimit(CompileLimitExceeded):
+    kind = "compile_memory_limit"
+
+
+class CompileCrashed(CompileLimitExceeded):
+    kind = "compile_crashed"
 
 
 class ConfigurationError(LsmError):

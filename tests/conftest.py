@@ -25,7 +25,7 @@ BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 #: the test models every test engine offers by name (docs/api.md: models come from the operator)
 TEST_MODELS = {
     name: f"tests.models.{name}"
-    for name in ("things", "hang", "counters", "fragile", "shared_boxes", "claims")
+    for name in ("things", "hang", "counters", "fragile", "shared_boxes", "claims", "blocking")
 }
 
 

@@ -29,6 +29,7 @@ from sqlmodel import Session, col
 
 from lsm.compiler import incremental, shared_records
 from lsm.compiler.instances import InstanceDict, instance_dict
+from lsm.compiler.isolation import CompilePool
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.validation import ValidationBatches
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
@@ -60,13 +61,28 @@ class CompileRunner:
         store: DesiredStateStore,
         orchestrator: Orchestrator,
         contexts: Callable[[str], EnvironmentContext],
+        pool: CompilePool | None = None,
     ) -> None:
         self.db = db
         self.queue = queue
         self.store = store
         self.orchestrator = orchestrator
         self.contexts = contexts
-        self.validations = ValidationBatches(db, queue, orchestrator, self.selector)
+        #: where model code runs (``lsm.compiler.isolation``); ``None``: in the calling thread
+        self.pool = pool
+        self.validations = ValidationBatches(db, queue, orchestrator, self.selector, self.refine)
+
+    def refine(
+        self,
+        ctx: EnvironmentContext,
+        instances: Mapping[str, Sequence[InstanceDict]],
+        *,
+        validation: bool = False,
+    ) -> RefineResult:
+        """Refine ``instances`` with the environment's model, in a compile process when there is a pool."""
+        if self.pool is None:
+            return refine(ctx.model, instances, validation=validation)
+        return self.pool.refine(ctx.model, instances, ctx.settings, validation=validation)
 
     def run_batch(self, env_id: str, batch: Batch) -> None:
         """Run an exporting ``batch`` and finish every request in it; never raises for a compile's
@@ -144,7 +160,7 @@ class CompileRunner:
         else:
             report["selected"] = {name: [d["id"] for d in dicts] for name, dicts in instances.items()}
         timings["select"] = time.perf_counter() - started
-        result = refine(ctx.model, instances)
+        result = self.refine(ctx, instances)
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
         request = self._export_request(
             result, full=full, roots=roots, compile_id=batch.leader.id, fingerprint=fingerprint
@@ -196,7 +212,7 @@ class CompileRunner:
             instances, roots = self._select(ctx, synthetic)
         report["selected"] = {name: len(dicts) for name, dicts in instances.items()}
         timings["select"] = time.perf_counter() - started
-        result = refine(ctx.model, instances)
+        result = self.refine(ctx, instances)
         timings.update({f"refine_{k}": v for k, v in result.timings.items()})
         touched = sorted({*roots, *changes.gone_roots})
         partial = self._export_request(result, full=False, roots=touched, compile_id=batch.leader.id)
@@ -280,7 +296,7 @@ class CompileRunner:
 
     def compute_full(self, ctx: EnvironmentContext) -> ExportRequest:
         """The desired state a full compile would export now, without exporting it (dry run)."""
-        result = refine(ctx.model, self._load_exporting(ctx))
+        result = self.refine(ctx, self._load_exporting(ctx))
         return self._export_request(result, full=True, roots=(), compile_id="")
 
     def _export_request(

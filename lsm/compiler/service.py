@@ -10,9 +10,10 @@ broken environment never starves another:
   selections do not overlap: ``lsm.compiler.validation``); validations of one environment run
   beside its exporting compile and in several workers at once.
 
-A compile runs under the environment's ``compile_timeout``: past it, the loop stops it and the
-request fails with a report that says where the model was (its traceback); other environments
-keep compiling on the other runner threads meanwhile.
+A compile runs under the environment's ``compile_timeout``: its model code runs in a compile
+process (``lsm.compiler.isolation``), killed at the limit; code of the compile's own thread is
+stopped by the loop. Either way the request fails with a report that says where the model was
+(its traceback); other environments keep compiling on the other runner threads meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from lsm.compiler.locks import EnvironmentLocks, Held
+from lsm.compiler.isolation import CompileClock, PoolStopped, clocked
+from lsm.compiler.locks import EnvironmentLocks, Held, SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
 from lsm.errors import TimeLimitExceeded
@@ -52,17 +54,18 @@ class _CompileWork:
         self.env_id = env_id
         self.batches = batches
         self.timeout = timeout
-        self._deadline: float | None = None
+        #: the time limit; a compile process holds it while the model runs (``lsm.compiler.isolation``)
+        self.clock = CompileClock(timeout)
         #: ids of the batches that ended (no lease to renew any more)
         self.done: set[str] = set()
         lead = batches[0].leader
         self.label = f"compile {lead.id} ({lead.kind}, {len(batches)} batch(es)) of environment {env_id}"
 
     def deadline(self) -> float | None:
-        return self._deadline
+        return self.clock.loop_deadline()
 
     def restart_clock(self) -> None:
-        self._deadline = time.monotonic() + self.timeout
+        self.clock.restart()
 
     def expire(self) -> None:
         """The thread did not stop: fail what is still held (fenced, so a late result is dropped)."""
@@ -86,14 +89,17 @@ class ExportWork(_CompileWork):
         batch = self.batches[0]
         self.restart_clock()
         try:
-            self.service.runner.run_batch(self.env_id, batch)
+            with clocked(self.clock):
+                self.service.runner.run_batch(self.env_id, batch)
         except TimeLimitExceeded as exc:
             try:
                 self.service.queue.finish(batch, status="failed", report=_timeout_report(self.timeout, exc))
             except LeaseLost:
                 pass
+        except PoolStopped:
+            _give_back(self)
         finally:
-            self._deadline = None
+            self.clock.stop()
             self.held.release()
             self.service.finished(self.env_id)
 
@@ -133,30 +139,36 @@ class ValidationWork(_CompileWork):
     def run(self) -> None:
         locks = self.service.locks.selections(self.env_id)
         try:
-            left = self.service.runner.validations.run(
-                self.ctx,
-                list(self.batches),
-                locks,
-                started=self.restart_clock,
-                ended=self.done.add,
-                more=self._more,
-                claimed=self._claimed,
-            )
+            with clocked(self.clock):
+                left = self._run_validations(locks)
             if left:
                 self.service.busy(self.env_id)
                 self.service.queue.release(left)
         except TimeLimitExceeded:
             # it landed outside a model run (those fail their own validation): give back the rest
             self.service.queue.release(self.batches)
+        except PoolStopped:
+            _give_back(self)
         except Exception:
             log.exception(
                 "validation batch of environment %s failed; its requests go back to the queue", self.env_id
             )
             self.service.queue.release(self.batches)
         finally:
-            self._deadline = None
+            self.clock.stop()
             locks.release()
             self.service.finished(self.env_id)
+
+    def _run_validations(self, locks: SelectionLocks) -> list[Batch]:
+        return self.service.runner.validations.run(
+            self.ctx,
+            list(self.batches),
+            locks,
+            started=self.restart_clock,
+            ended=self.done.add,
+            more=self._more,
+            claimed=self._claimed,
+        )
 
 
 class CompileService:
@@ -290,6 +302,12 @@ class CompileService:
                 listener(env_id)
             except Exception:
                 log.exception("compile listener failed")
+
+
+def _give_back(work: _CompileWork) -> None:
+    """The compile processes stopped under ``work`` (the engine stops): another process runs it."""
+    log.info("%s: the compile processes stopped; its requests go back to the queue", work.label)
+    work.service.queue.release([b for b in work.batches if b.leader.id not in work.done])
 
 
 def _timeout_report(timeout: float, exc: BaseException | None, *, stuck: bool = False) -> dict[str, Any]:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlmodel import Session, col, select
 
@@ -41,13 +41,27 @@ from lsm.inventory.compile_requests import ValidationParams, validation_params
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow
 from lsm.lifecycle import AttributeSetName
-from lsm.model import validate
+from lsm.model import RefineResult, refine
 from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
 from lsm.selection import BaseSelector, InstanceRecord, InventoryView, run_selector
 from lsm.selection.ownership import prefetch_trees
 
 SelectorFactory = Callable[[EnvironmentContext, InventoryView], BaseSelector]
+
+
+class Refiner(Protocol):
+    """Runs the model over a validation's instances (``CompileRunner.refine``: in a compile process)."""
+
+    def __call__(
+        self, ctx: EnvironmentContext, instances: Mapping[str, Sequence[InstanceDict]], *, validation: bool
+    ) -> RefineResult: ...
+
+
+def _in_thread(
+    ctx: EnvironmentContext, instances: Mapping[str, Sequence[InstanceDict]], *, validation: bool
+) -> RefineResult:
+    return refine(ctx.model, instances, validation=validation)
 
 
 @dataclass
@@ -69,11 +83,13 @@ class ValidationBatches:
         queue: CompileQueue,
         orchestrator: Orchestrator,
         selector: SelectorFactory,
+        refiner: Refiner = _in_thread,
     ) -> None:
         self.db = db
         self.queue = queue
         self.orchestrator = orchestrator
         self.selector = selector
+        self.refiner = refiner
 
     def run(
         self,
@@ -249,7 +265,7 @@ class ValidationBatches:
             report.setdefault(
                 "selected", {name: [d["id"] for d in dicts] for name, dicts in planned.instances.items()}
             )
-            result = validate(ctx.model, planned.instances)
+            result = self.refiner(ctx, planned.instances, validation=True)
             report["resources"] = result.resource_count
             report["timings"] = {f"refine_{k}": v for k, v in result.timings.items()}
             allocations = result.allocations.get(planned.row.id, {})

@@ -74,6 +74,12 @@ class EnvironmentSettings(BaseModel):
     compile_timeout: float = Field(
         300.0, gt=0, le=86_400, description="Seconds a compile may run before it is stopped and failed."
     )
+    compile_memory_limit: int = Field(
+        4096,
+        ge=256,
+        le=1_048_576,
+        description="MiB of address space the process that runs a compile's model may use (RLIMIT_AS).",
+    )
     validation_batch: int = Field(
         100,
         ge=1,

@@ -86,6 +86,16 @@ def load_model(spec: str | Path, *, reload: bool = False) -> Model:
         return _cache[key]
 
 
+def loadable(model: Model) -> bool:
+    """Whether ``load_model(model.source)`` in another process gives this model: it was loaded
+    from its source, not built in code (a process that runs compiles loads models by source)."""
+    with _lock:
+        cached = _cache.get(model.source) if model.source else None
+    return cached is not None and (
+        cached is model or (model.fingerprint is not None and cached.fingerprint == model.fingerprint)
+    )
+
+
 def source_changed(model: Model) -> bool:
     """Whether a source file of ``model`` was edited, added or removed since it was loaded (stat
     calls only: cheap enough to ask every few seconds)."""

@@ -225,6 +225,8 @@ class _Run:
                                 self._shared_conflict(r.id, first[1], iid)
                         else:
                             self._not_a_resource(svc, fn, item)
+                except MemoryError:  # a limit of the compile, not an error of this instance
+                    raise
                 except Exception as exc:
                     self._failed(svc, fn, exc)
                 if shares:

@@ -43,6 +43,11 @@ class ResourceData(NamedTuple):
     attributes: dict[str, Any]
     requires: tuple[str, ...]
 
+    def to_data(self) -> ResourceData:
+        """Itself: a result whose resources are already data reads like one of resources
+        (``lsm.compiler.isolated_child`` sends its results so)."""
+        return self
+
 
 class Resource(BaseModel):
     """Base class of resource types; see the module docstring.

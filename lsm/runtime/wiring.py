@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.engine import make_url
 
 from lsm.compiler import CompileQueue, CompileRunner, CompileService, EnvironmentLocks, ExportFailures
+from lsm.compiler.isolation import CompilePool
 from lsm.deploy.agent import AgentService
 from lsm.deploy.jail import Jail
 from lsm.desired_state import DesiredStateStore
@@ -111,13 +112,18 @@ class WorkerProcessing:
     def start(self) -> None:
         if self.db.is_sqlite:
             self._lease = hold_sqlite_worker(self.db, self.role)
+        if self.runner.pool is not None:
+            self.runner.pool.start()
         self.loop.start()
         self.listener.start()
 
     def stop(self) -> None:
-        """Stop (safe when never started: ``drain`` may have taken the scheduler's lease)."""
+        """Stop (safe when never started: ``drain`` may have taken the scheduler's lease); the
+        compile processes last, once no compile waits for them."""
         self.listener.stop()
         self.loop.stop()
+        if self.runner.pool is not None:
+            self.runner.pool.stop()
         self.scheduler.shutdown()
         if self.agent is not None:
             self.agent.stop()
@@ -166,7 +172,9 @@ def build_compile_processing(
     webhooks = build_webhooks(core, config)
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
     queue.export_failed = ExportFailures(orchestrator, environments.context).record
-    runner = CompileRunner(db, queue, store, orchestrator, environments.context)
+    # model code runs in compile processes, one per runner thread at most (lsm.compiler.isolation)
+    pool = CompilePool(config.worker_threads)
+    runner = CompileRunner(db, queue, store, orchestrator, environments.context, pool)
     owner, _ = process_identity(config.role)
     compiles = CompileService(
         queue,

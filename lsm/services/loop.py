@@ -110,7 +110,11 @@ class ServiceLoop:
         self._supervisor.start()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Claim nothing more; wait for running work up to ``timeout``; give back the rest."""
+        """Claim nothing more; wait for running work up to ``timeout``; give back the rest.
+
+        A second call does not wait again: the first gave back what was still running."""
+        if self._stop.is_set():
+            timeout = 0.0
         self._stop.set()
         self.wake()
         deadline = time.monotonic() + timeout

@@ -1,0 +1,104 @@
+"""``CompilePool`` on its own: results and model errors come back as the thread would see them,
+an edited model is reloaded in the compile process, a model built in code stays in the thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lsm.compiler.isolation import CompilePool
+from lsm.errors import ModelError
+from lsm.inventory.settings import EnvironmentSettings
+from lsm.model import Model, load_model, refine
+
+MODEL = """
+import lsm
+
+
+class Box(lsm.ServiceEntity):
+    name: str
+
+
+box = lsm.Binding(Box, lifecycle="simple", identity="name")
+
+
+class Crate(lsm.Resource, type="test::Crate", id_attribute="name"):
+    name: str
+    label: str
+
+
+@lsm.implementation(box)
+def crates(b):
+    if b.name == "broken":
+        raise ValueError("no crate for a broken box")
+    yield Crate(agent="a", name=b.name, label="LABEL")
+"""
+
+
+def _instances(*names: str) -> dict[str, list[dict[str, object]]]:
+    return {
+        "box": [
+            {"id": f"i-{n}", "entity": "box", "version": 1, "state": "up", "attributes": {"name": n}}
+            for n in names
+        ]
+    }
+
+
+@pytest.fixture
+def pool() -> Iterator[CompilePool]:
+    compile_pool = CompilePool(1)
+    try:
+        yield compile_pool
+    finally:
+        compile_pool.stop()
+    assert compile_pool.pids() == []
+
+
+def _model(tmp_path: Path, label: str = "one") -> Model:
+    path = tmp_path / "boxes.py"
+    path.write_text(MODEL.replace("LABEL", label))
+    return load_model(str(path), reload=True)
+
+
+def test_the_result_of_a_compile_process_is_the_result_of_the_thread(
+    pool: CompilePool, tmp_path: Path
+) -> None:
+    model = _model(tmp_path)
+    isolated = pool.refine(model, _instances("a", "b"), EnvironmentSettings())
+    local = refine(model, _instances("a", "b"))
+    assert pool.pids()
+    assert isolated.tree_of == local.tree_of and isolated.owner_of == local.owner_of
+    assert {k: [r.to_data() for r in v] for k, v in isolated.sets.items()} == {
+        k: [r.to_data() for r in v] for k, v in local.sets.items()
+    }
+    assert [r.id for r in isolated.owned["i-a"]] == ["test::Crate[a,name=a]"]
+
+
+def test_a_model_error_comes_back_with_its_details_and_location(pool: CompilePool, tmp_path: Path) -> None:
+    model = _model(tmp_path)
+    with pytest.raises(ModelError) as caught:
+        pool.refine(model, _instances("broken"), EnvironmentSettings())
+    error = caught.value
+    assert "no crate for a broken box" in error.message
+    assert error.details["instance"] == "i-broken"
+    assert error.details["errors"][0]["kind"] == "implementation_failed"
+    assert error.details["location"]["file"].endswith("boxes.py")
+
+
+def test_an_edited_model_is_reloaded_in_the_compile_process(pool: CompilePool, tmp_path: Path) -> None:
+    first = pool.refine(_model(tmp_path, "one"), _instances("a"), EnvironmentSettings())
+    [pid] = pool.pids()
+    second = pool.refine(_model(tmp_path, "two"), _instances("a"), EnvironmentSettings())
+    assert first.owned["i-a"][0].to_data().attributes["label"] == "one"
+    assert second.owned["i-a"][0].to_data().attributes["label"] == "two"
+    assert pool.pids() == [pid]  # the same process, the model loaded anew
+
+
+def test_a_model_built_in_code_is_refined_in_the_thread(pool: CompilePool, tmp_path: Path) -> None:
+    loaded = _model(tmp_path)
+    built = Model(bindings=loaded.bindings, implementations=loaded.implementations, source="in-code")
+    result = pool.refine(built, _instances("a"), EnvironmentSettings())
+    assert result.resource_count == 1
+    assert pool.pids() == []
