@@ -14,6 +14,7 @@ from typing import Any
 from lsm.inventory import leases as sql
 from lsm.inventory.database import Database
 from lsm.inventory.tables import LeaseRow, utcnow
+from lsm.inventory.transient import retry_transient
 
 
 def process_identity(role: str) -> tuple[str, dict[str, Any]]:
@@ -65,15 +66,24 @@ class Lease:
             return row
 
     def keep(self) -> bool:
-        """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over)."""
+        """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over).
+        A lost connection is retried (``lsm.inventory.transient``): renewing twice is harmless."""
         if not self.held:
             return False
-        with self.db.write() as session:
-            self.held = sql.renew(session, self.name, self.owner, now=utcnow(), ttl=self.ttl)
+
+        def renew() -> bool:
+            with self.db.write() as session:
+                return sql.renew(session, self.name, self.owner, now=utcnow(), ttl=self.ttl)
+
+        self.held = retry_transient(renew, what=f"renewing the {self.name} lease")
         return self.held
 
     def release(self) -> None:
         if self.held:
-            with self.db.write() as session:
-                sql.release(session, self.name, self.owner)
+
+            def give_back() -> None:
+                with self.db.write() as session:
+                    sql.release(session, self.name, self.owner)
+
+            retry_transient(give_back, what=f"giving the {self.name} lease back")
             self.held = False
