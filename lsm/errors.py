@@ -30,7 +30,9 @@ status it maps to and a short ``kind`` used in the API error body
     │                                  may not see is a 404 instead: no existence leak)
     ├── ModelError (400 model_error)  a model, implementation or selector failed during a compile
     │   └── SelectorError
-    └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
+    ├── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
+    └── Unavailable (503 unavailable)  the database connection was lost meanwhile: retry after
+                                       the answer's Retry-After
 
 Nothing here imports the rest of the engine: it is the bottom of every layer.
 """
@@ -201,6 +203,14 @@ class SelectorError(ModelError):
 class ConfigurationError(LsmError):
     status = 400
     kind = "configuration_error"
+
+
+class Unavailable(LsmError):
+    """The request met the database at a bad moment (a lost connection, a server restarting):
+    nothing is wrong with it, and the same request is answered after ``retry_after`` seconds."""
+
+    status = 503
+    kind = "unavailable"
 
 
 #: kind -> class, so that the client can raise the same class the server raised.
