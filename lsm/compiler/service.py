@@ -252,7 +252,9 @@ class CompileService:
         try:
             ctx = self.contexts(env_id)
             return ctx, ctx.settings
-        except Exception:
+        except Exception as exc:
+            if is_transient(exc):
+                raise  # the database, not the model: the claim fails and the loop backs off
             log.exception("environment %s: its model or settings do not load", env_id)
             return None, EnvironmentSettings()
 
@@ -311,8 +313,8 @@ class CompileService:
         for listener in self.listeners:
             try:
                 listener(env_id)
-            except Exception:
-                log.exception("compile listener failed")
+            except Exception as exc:  # a wake-up only: the others poll as well
+                log_failure(log, exc, "compile listener failed")
 
 
 def _drop_locks(release: Callable[[], None], label: str) -> None:
