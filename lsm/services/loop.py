@@ -16,6 +16,9 @@ A ``WorkSource`` says how to claim its kind of work; the loop does the rest, onc
   report. Code blocked inside C does not see the exception: after ``grace`` more seconds the
   work is ``expire``-d (its lease is failed, so its result is fenced out if it ever returns),
   the thread is abandoned, and a fresh runner thread takes its place.
+* **Lost connections.** A round that fails on the database (``lsm.inventory.transient``) is
+  logged in one line and tried again after a pause that grows while failures repeat; a failed
+  heartbeat is tried at the next one. Sources retry what is safe to repeat themselves.
 * **Shutdown.** ``stop`` claims nothing more, lets running work finish within the timeout, and
   gives what is still running back to its source (``release``) so another process runs it.
 """
