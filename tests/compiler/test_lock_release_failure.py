@@ -19,6 +19,7 @@ from lsm.compiler.locks import Held, SelectionLocks
 from lsm.compiler.service import CompileService, ExportWork
 from lsm.facade import RequestContext
 from lsm.inventory.database import Database
+from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
 
 
@@ -89,6 +90,7 @@ def test_a_compile_whose_lock_connection_was_terminated_frees_its_slot(
         pytest.skip("PostgreSQL advisory locks live on a connection; SQLite's are in process")
     engine = engine_factory()
     service = _compiles(engine)
+    service.per_environment = 3  # as a worker's default: a second runner thread may claim
     ctx = RequestContext.local()
     for i in range(service.per_environment + 1):
         engine.facades.compiles.request_compile(ctx, kind="full")
@@ -99,10 +101,24 @@ def test_a_compile_whose_lock_connection_was_terminated_frees_its_slot(
         pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
         with engine.db.write() as session:
             assert session.execute(text("SELECT pg_terminate_backend(:pid, 30000)"), {"pid": pid}).scalar()
+        # its advisory lock is gone with its connection, but the lock's in-process part is still
+        # held: another runner thread, with more exporting work queued, does not take the request
+        # over as a dead worker's
+        engine.facades.compiles.request_compile(ctx, kind="full")
+        assert not isinstance(service.claim(), ExportWork)
+        with engine.db.read() as session:
+            running = session.get(CompileRow, work.batches[0].leader.id)
+            assert running is not None
+            assert (running.status, running.lease_owner, running.attempts) == (
+                "running",
+                work.batches[0].owner,
+                1,
+            )
         work.run()
         assert service._running == {}, f"round {i}: a thread slot was kept"
         done = engine.facades.compiles.get_compile(ctx, work.batches[0].leader.id)
         assert done.status == "success"
+        engine.processing.drain()  # the one queued meanwhile
     # the lock went with its connection: another worker (another pool) may take it now
     other = type(service.locks)(Database(db.url, schema=db.schema))
     try:
