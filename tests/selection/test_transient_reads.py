@@ -17,26 +17,24 @@ from lsm.selection import OwnerTreeSelector, run_selector
 from tests.selection import CATALOG, Inventory
 
 
-def _failing_reads(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
-    def lost(*args: object, **kwargs: object) -> None:
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        (DisconnectionError("the server closed this pooled connection"), DisconnectionError),
+        (KeyError("a bug"), SelectorError),
+    ],
+    ids=["lost-connection-passes-through", "anything-else-is-the-selectors"],
+)
+def test_what_a_failing_inventory_read_raises(
+    db: Database, monkeypatch: pytest.MonkeyPatch, error: Exception, raised: type[Exception]
+) -> None:
+    inv = Inventory(db)
+    tree = inv.router_tree()
+    inv.flush()
+
+    def failing(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(selector_module, "ownership_roots", lost)
-
-
-def test_a_lost_connection_passes_through_the_selector(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    inv = Inventory(db)
-    tree = inv.router_tree()
-    inv.flush()
-    _failing_reads(monkeypatch, DisconnectionError("the server closed this pooled connection"))
-    with pytest.raises(DisconnectionError):
-        run_selector(OwnerTreeSelector(inv.view(), CATALOG), [tree["router"]])
-
-
-def test_any_other_failure_is_still_the_selectors(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    inv = Inventory(db)
-    tree = inv.router_tree()
-    inv.flush()
-    _failing_reads(monkeypatch, KeyError("a bug"))
-    with pytest.raises(SelectorError):
+    monkeypatch.setattr(selector_module, "ownership_roots", failing)
+    with pytest.raises(raised):
         run_selector(OwnerTreeSelector(inv.view(), CATALOG), [tree["router"]])
