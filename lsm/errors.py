@@ -38,7 +38,9 @@ status it maps to and a short ``kind`` used in the API error body
     │       ├── CompileTimeout       compile_timeout (also for code blocked outside Python)
     │       ├── CompileMemoryLimit   compile_memory_limit
     │       └── CompileCrashed       the model's process died (killed, crashed)
-    └── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
+    ├── ConfigurationError (400 configuration_error)  bad model path, bad lsm.toml, bad plugin
+    └── Unavailable (503 unavailable)  the database connection was lost meanwhile: retry after
+                                       the answer's Retry-After
 
 Nothing here imports the rest of the engine: it is the bottom of every layer.
 """
@@ -253,6 +255,14 @@ class CompileCrashed(CompileLimitExceeded):
 class ConfigurationError(LsmError):
     status = 400
     kind = "configuration_error"
+
+
+class Unavailable(LsmError):
+    """The request met the database at a bad moment (a lost connection, a server restarting):
+    nothing is wrong with it, and the same request is answered after ``retry_after`` seconds."""
+
+    status = 503
+    kind = "unavailable"
 
 
 #: kind -> class, so that the client can raise the same class the server raised.

@@ -6,6 +6,10 @@ from the engine, FastAPI's request validation, Starlette's routing (unknown path
 method), or a bug. The client turns the body back into the same ``lsm.errors`` class, so the
 ``kind`` strings here must be the ones of ``lsm.errors`` wherever one fits.
 
+A request that meets the database at a bad moment (a lost connection, a server restarting, a
+deadlock victim: ``lsm.inventory.transient``) is answered 503 ``unavailable`` with a
+``Retry-After`` header, never a 500: the request was fine and its retry is the remedy.
+
 What it must not do: leak a traceback or internal detail of an unexpected exception into the
 response. Those are logged server-side, with the traceback, and answered with a bare 500. The
 bodies of ``LsmError``s are redacted too (``lsm.api.disclosure``: no traceback, no absolute
@@ -25,12 +29,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsm.api.disclosure import printable_errors, redact, shows_details
-from lsm.errors import InvalidInput, LsmError, NotFound
+from lsm.errors import InvalidInput, LsmError, NotFound, Unavailable
+from lsm.inventory.transient import RETRY_AFTER_S, describe, is_transient
 
 logger = logging.getLogger("lsm.api")
 
@@ -52,13 +58,39 @@ def error_response(status_code: int, kind: str, message: str, **details: Any) ->
 
 def _lsm_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LsmError)
-    if exc.status >= 500:
+    if exc.status >= 500 and exc.status != 503:  # a 503 is the database's moment, not a bug
         logger.error("engine error answered with %d: %s", exc.status, exc, exc_info=exc)
     body = exc.to_body()
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    if exc.status == 503:
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
     return JSONResponse(
         body if shows_details(request) else redact(body), status_code=exc.status, headers=headers
     )
+
+
+def _unavailable(scope: Scope, exc: BaseException) -> Unavailable:
+    """The answer to a request that met a transient database error (``lsm.inventory.transient``):
+    a 503 the caller retries, logged as one line (an operational event, not a bug)."""
+    logger.warning(
+        "%s %s met the database at a bad moment (%s): answered 503",
+        scope.get("method"),
+        scope.get("path"),
+        describe(exc),
+    )
+    return Unavailable(
+        "the database connection was lost while answering this request; send it again after "
+        f"{RETRY_AFTER_S} s (a change met with this answer may have been applied: a retried "
+        "create with the same Idempotency-Key answers the first answer, a retried change with the "
+        "same current_version is a 409 if it landed)",
+        retry_after=RETRY_AFTER_S,
+    )
+
+
+def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if not is_transient(exc):
+        raise exc  # a bug: ``InternalErrorMiddleware`` logs it and answers 500
+    return _lsm_error(request, _unavailable(request.scope, exc))
 
 
 def validation_errors(errors: Sequence[Any]) -> list[dict[str, str]]:
@@ -91,6 +123,8 @@ def _http_exception(request: Request, exc: Exception) -> Response:
         return _method_not_allowed(request)
     kind = _HTTP_KINDS.get(exc.status_code, "http_error")
     response = error_response(exc.status_code, kind, str(exc.detail))
+    if exc.status_code == 503:
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
     if exc.headers:
         response.headers.update(exc.headers)
     return response
@@ -156,7 +190,12 @@ class InternalErrorMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
-        except Exception:
+        except Exception as exc:
+            if is_transient(exc) and not started:  # raised outside the routes (a middleware)
+                error = _unavailable(scope, exc)
+                headers = {"Retry-After": str(RETRY_AFTER_S)}
+                await JSONResponse(error.to_body(), status_code=503, headers=headers)(scope, receive, send)
+                return
             logger.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
             if started:  # too late for a clean answer; let the server drop the connection
                 raise
@@ -171,4 +210,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(LsmError, _lsm_error)
     app.add_exception_handler(RequestValidationError, _request_validation)
     app.add_exception_handler(StarletteHTTPException, _http_exception)
+    for database_error in (DBAPIError, DisconnectionError):
+        app.add_exception_handler(database_error, _database_error)
     app.add_middleware(InternalErrorMiddleware)

@@ -24,7 +24,7 @@ _DESCRIPTIONS = {
     413: "The request body is larger than the server accepts.",
     422: "The request is invalid; errors names each field.",
     429: "Too many event streams open (of this caller, or in all); retry after Retry-After seconds.",
-    503: "The engine is not ready yet (retry).",
+    503: "The engine is not ready, or the request met a lost database connection: retry after Retry-After.",
 }
 
 #: what every route that reads the environment may answer (401/403 only when auth is on)

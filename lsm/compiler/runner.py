@@ -37,6 +37,7 @@ from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
+from lsm.inventory.transient import is_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
@@ -105,6 +106,8 @@ class CompileRunner:
             report["error"].update(located(exc, self._files(env_id)))
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
         except Exception as exc:  # a bug, not a model error: still recorded, never lost
+            if is_transient(exc):
+                raise  # the database, not the compile: the service gives the batch back
             log.exception("compile %s failed unexpectedly", batch.leader.id)
             report["error"] = {
                 "error": "internal",

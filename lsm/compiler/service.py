@@ -34,6 +34,7 @@ from lsm.compiler.runner import CompileRunner
 from lsm.errors import TimeLimitExceeded
 from lsm.inventory.compile_queue import Pending
 from lsm.inventory.settings import EnvironmentSettings
+from lsm.inventory.transient import is_transient, log_failure, retry_transient
 from lsm.orchestration import EnvironmentContext
 
 log = logging.getLogger(__name__)
@@ -70,12 +71,7 @@ class _CompileWork:
     def expire(self) -> None:
         """The thread did not stop: fail what is still held (fenced, so a late result is dropped)."""
         for batch in self.batches:
-            try:
-                self.service.queue.finish(
-                    batch, status="failed", report=_timeout_report(self.timeout, None, stuck=True)
-                )
-            except LeaseLost:
-                pass
+            self.service.fail(batch, _timeout_report(self.timeout, None, stuck=True))
 
 
 class ExportWork(_CompileWork):
@@ -92,16 +88,17 @@ class ExportWork(_CompileWork):
             with clocked(self.clock):
                 self.service.runner.run_batch(self.env_id, batch)
         except TimeLimitExceeded as exc:
-            try:
-                self.service.queue.finish(batch, status="failed", report=_timeout_report(self.timeout, exc))
-            except LeaseLost:
-                pass
+            self.service.fail(batch, _timeout_report(self.timeout, exc))
         except PoolStopped:
             _give_back(self)
+        except Exception as exc:  # the runner records the compile's own errors: this is the database
+            if not is_transient(exc):
+                raise
+            log_failure(log, exc, "%s: the database failed; its requests go back to the queue", self.label)
+            self.service.give_back(self.batches)
         finally:
             self.clock.stop()
-            self.held.release()
-            self.service.finished(self.env_id)
+            self.service.let_go(self.env_id, self.held.release, self.label)
 
 
 class ValidationWork(_CompileWork):
@@ -143,21 +140,18 @@ class ValidationWork(_CompileWork):
                 left = self._run_validations(locks)
             if left:
                 self.service.busy(self.env_id)
-                self.service.queue.release(left)
+                self.service.give_back(left)
         except TimeLimitExceeded:
             # it landed outside a model run (those fail their own validation): give back the rest
-            self.service.queue.release(self.batches)
+            self.service.give_back(self.batches)
         except PoolStopped:
             _give_back(self)
-        except Exception:
-            log.exception(
-                "validation batch of environment %s failed; its requests go back to the queue", self.env_id
-            )
-            self.service.queue.release(self.batches)
+        except Exception as exc:
+            log_failure(log, exc, "%s failed; its requests go back to the queue", self.label)
+            self.service.give_back(self.batches)
         finally:
             self.clock.stop()
-            locks.release()
-            self.service.finished(self.env_id)
+            self.service.let_go(self.env_id, locks.release, self.label)
 
     def _run_validations(self, locks: SelectionLocks) -> list[Batch]:
         return self.service.runner.validations.run(
@@ -257,10 +251,10 @@ class CompileService:
                 backoff=settings.recompile_backoff,
             )
         except BaseException:
-            held.release()
+            _drop_locks(held.release, f"an exporting claim in environment {env_id}")
             raise
         if batch is None:
-            held.release()
+            _drop_locks(held.release, f"an exporting claim in environment {env_id}")
             return None
         return ExportWork(self, env_id, batch, held, settings.compile_timeout)
 
@@ -270,7 +264,9 @@ class CompileService:
         try:
             ctx = self.contexts(env_id)
             return ctx, ctx.settings
-        except Exception:
+        except Exception as exc:
+            if is_transient(exc):
+                raise  # the database, not the model: the claim fails and the loop backs off
             log.exception("environment %s: its model or settings do not load", env_id)
             return None, EnvironmentSettings()
 
@@ -278,11 +274,40 @@ class CompileService:
         """Renew the leases of the batches still running (a validation work finishes its batches
         one by one: those done have no lease left to renew)."""
         batches = [b for work in running for b in work.batches if b.leader.id not in work.done]
-        for lost in self.queue.renew(batches):
-            log.warning("compile %s: lease lost while running (taken over)", lost.leader.id)
+        lost = retry_transient(lambda: self.queue.renew(batches), what="renewing compile leases", logger=log)
+        for batch in lost:
+            log.warning("compile %s: lease lost while running (taken over)", batch.leader.id)
 
     def release(self, running: Sequence[Any]) -> None:
-        self.queue.release([b for work in running for b in work.batches])
+        self.give_back([b for work in running for b in work.batches])
+
+    def give_back(self, batches: list[Batch]) -> None:
+        """Put claimed requests back in the queue (not counted as an attempt), through a lost
+        connection; if the database stays away, their leases expire and they are taken over."""
+        retry_transient(lambda: self.queue.release(batches), what="giving compiles back", logger=log)
+
+    def fail(self, batch: Batch, report: dict[str, Any]) -> None:
+        """Record ``batch`` as failed with ``report``, unless its lease was lost meanwhile."""
+        try:
+            retry_transient(
+                lambda: self.queue.finish(batch, status="failed", report=report),
+                what=f"failing compile {batch.leader.id}",
+                logger=log,
+            )
+        except LeaseLost:
+            pass
+
+    def let_go(self, env_id: str, release: Callable[[], None], label: str) -> None:
+        """Give a work's compile locks back, then its thread slot, whatever the release does.
+
+        Why: a lock given back on a connection that died raises (``lsm.compiler.locks`` then
+        discards that connection, whose server session ends with its locks); the slot must be
+        freed all the same, or the environment would never be claimed again by this worker.
+        """
+        try:
+            _drop_locks(release, label)
+        finally:
+            self.finished(env_id)
 
     def busy(self, env_id: str) -> None:
         self._busy_until[env_id] = time.monotonic() + BUSY_PAUSE
@@ -300,14 +325,22 @@ class CompileService:
         for listener in self.listeners:
             try:
                 listener(env_id)
-            except Exception:
-                log.exception("compile listener failed")
+            except Exception as exc:  # a wake-up only: the others poll as well
+                log_failure(log, exc, "compile listener failed")
+
+
+def _drop_locks(release: Callable[[], None], label: str) -> None:
+    """``release()``; a failure is logged, not raised (its locks are gone with its connection)."""
+    try:
+        release()
+    except Exception as exc:
+        log_failure(log, exc, "%s: giving its compile locks back failed", label)
 
 
 def _give_back(work: _CompileWork) -> None:
     """The compile processes stopped under ``work`` (the engine stops): another process runs it."""
     log.info("%s: the compile processes stopped; its requests go back to the queue", work.label)
-    work.service.queue.release([b for b in work.batches if b.leader.id not in work.done])
+    work.service.give_back([b for b in work.batches if b.leader.id not in work.done])
 
 
 def _timeout_report(timeout: float, exc: BaseException | None, *, stuck: bool = False) -> dict[str, Any]:

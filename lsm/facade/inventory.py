@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,15 +15,15 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput, UnknownInstance
+from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
 from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
 from lsm.inventory.deploy_queries import DeployState
-from lsm.inventory.idempotency import IdempotencyKeyRow, find_key, remember_key
-from lsm.inventory.tables import EventRow
+from lsm.inventory.idempotency import IdempotencyKeyRow, claim_key, find_key, record_answer
+from lsm.inventory.tables import EventRow, InstanceRow
 from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import (
     Command,
@@ -103,46 +102,57 @@ class InventoryFacade:
                 ctx, Create(entity, attributes, instance_id=None, initial_state=initial_state)
             )
         env = self._env(ctx)
-        with self.core.db.read() as session:
-            first = find_key(session, env.env_id, key)
+        first = self._first_answer(env.env_id, key, fingerprint, keyed=idempotency_key is not None)
         if first is not None:
-            if first.fingerprint == fingerprint:
-                return InstanceOut.model_validate(first.body)
-            if idempotency_key is not None:
-                raise IdempotencyKeyReused(
-                    "this Idempotency-Key was used for another request; use a new key for a new create",
-                    field="Idempotency-Key",
-                    instance=first.instance_id,
+            return first
+
+        stored: list[IdempotencyKeyRow] = []
+
+        def claim(session: Session, row: InstanceRow) -> None:  # in the create's transaction
+            body = instance_out(row).model_dump(mode="json")
+            stored[:] = [
+                IdempotencyKeyRow(
+                    env_id=env.env_id, key=key, fingerprint=fingerprint, instance_id=row.id, body=body
                 )
-        # a retry whose first attempt was not remembered (lost between its commit and its key)
-        # makes the same id, so the instance can not be made twice
-        chosen = instance_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"lsm:{env.env_id}:{key}"))
+            ]
+            claim_key(session, stored[0])
+
+        command = Create(entity, attributes, instance_id=instance_id, initial_state=initial_state)
         try:
-            out = self._execute(
-                ctx, Create(entity, attributes, instance_id=chosen, initial_state=initial_state)
-            )
+            row = self.core.orchestrator.execute(env, command, origin=ctx.origin, grouped=True, then=claim)
         except (Conflict, IntegrityError) as exc:
-            # an IntegrityError here is the instance id taken by a concurrent create
-            conflict = (
-                exc
-                if isinstance(exc, Conflict)
-                else Conflict(f"instance id {chosen} is already used (a concurrent create)", instance=chosen)
+            # a concurrent first use of the key committed first (its key row, or the chosen id
+            # or identity value of the same request): its answer is this request's answer
+            first = self._first_answer(env.env_id, key, fingerprint, keyed=idempotency_key is not None)
+            if first is not None:
+                return first
+            if isinstance(exc, Conflict):
+                raise
+            raise Conflict("a concurrent create took this request's instance id") from None
+        out = instance_out(row)
+        body = out.model_dump(mode="json")
+        if body != stored[0].body:  # auto transfers after the create's transaction moved it on
+            record_answer(self.core.db, env.env_id, key, out.id, body)
+        return out
+
+    def _first_answer(self, env_id: str, key: str, fingerprint: str, *, keyed: bool) -> InstanceOut | None:
+        """The stored answer of ``key`` when this request (``fingerprint``) made it; None when the
+        key is unused. The key used by another request is a 422 naming it (an
+        ``Idempotency-Key``), or a 409 (a chosen instance id taken by another create)."""
+        with self.core.db.read() as session:
+            first = find_key(session, env_id, key)
+        if first is None:
+            return None
+        if first.fingerprint == fingerprint:
+            return InstanceOut.model_validate(first.body)
+        if keyed:
+            raise IdempotencyKeyReused(
+                f"the Idempotency-Key {key!r} was used for another request; use a new key for a new create",
+                field="Idempotency-Key",
+                key=key,
+                instance=first.instance_id,
             )
-            if idempotency_key is None:
-                raise conflict from None  # a chosen id used before by another request: a 409
-            try:  # the id is taken: by the first attempt of this very request?
-                out = self.get_instance(ctx, entity, chosen)
-            except UnknownInstance:
-                raise conflict from None  # another conflict (an identity value taken ...)
-        row = IdempotencyKeyRow(
-            env_id=env.env_id,
-            key=key,
-            fingerprint=fingerprint,
-            instance_id=out.id,
-            body=out.model_dump(mode="json"),
-        )
-        stored = remember_key(self.core.db, row)
-        return InstanceOut.model_validate(stored.body) if stored.fingerprint == fingerprint else out
+        raise Conflict(f"instance id {first.instance_id} is already used", instance=first.instance_id)
 
     def import_instances(
         self, ctx: RequestContext, entity: str, state: str, attribute_sets: list[dict[str, Any]]

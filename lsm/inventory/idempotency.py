@@ -6,6 +6,12 @@ return the first answer, not a duplicate instance and not a 409. A key is scoped
 environment; its row holds a fingerprint of the request (so that the same key with another
 body is refused, not answered with someone else's result), the instance it created, and the
 answer's body. Rows older than ``KEY_TTL`` are ignored and deleted as new keys are written.
+
+Exactly once: ``claim_key`` inserts the row in the create's own transaction, so the instance
+and its key commit together or not at all, and the key's primary key decides between
+concurrent first uses (on PostgreSQL the second insert waits for the first transaction and
+then fails; SQLite has one writer): one creates, the others find the committed row and are
+answered by it (same request) or refused (another request). No check-then-insert.
 """
 
 from __future__ import annotations
@@ -13,8 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Column, Index, delete
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Column, Index, delete, update
 from sqlmodel import Field, Session, SQLModel, col
 
 from lsm.inventory.batches import aware
@@ -55,19 +60,25 @@ def find_key(
     return row
 
 
-def remember_key(db: Database, row: IdempotencyKeyRow) -> IdempotencyKeyRow:
-    """Store ``row`` unless a live row of its key exists; the row that is stored afterwards.
+def claim_key(session: Session, row: IdempotencyKeyRow) -> None:
+    """Insert ``row`` in ``session`` (the create's transaction), after deleting expired rows;
+    raises ``IntegrityError`` when a live row of its key exists or is being written."""
+    expired = col(IdempotencyKeyRow.created_at) < utcnow() - KEY_TTL
+    session.execute(delete(IdempotencyKeyRow).where(expired))
+    session.add(row)
+    session.flush()
 
-    Expired rows (of every environment) are deleted in the same transaction: keys cost one
-    row per create for a day, never more.
-    """
-    try:
-        with db.write() as session:
-            expired = col(IdempotencyKeyRow.created_at) < utcnow() - KEY_TTL
-            session.execute(delete(IdempotencyKeyRow).where(expired))
-            session.add(row)
-    except IntegrityError:  # a concurrent request with the same key stored its answer first
-        pass
-    with db.read() as session:
-        stored = find_key(session, row.env_id, row.key)
-    return stored if stored is not None else row
+
+def record_answer(db: Database, env_id: str, key: str, instance_id: str, body: dict[str, Any]) -> None:
+    """Replace the stored answer of ``key`` (still naming ``instance_id``) with ``body``: the
+    create's answer when auto transfers after its transaction moved the instance on."""
+    with db.write() as session:
+        session.execute(
+            update(IdempotencyKeyRow)
+            .where(
+                col(IdempotencyKeyRow.env_id) == env_id,
+                col(IdempotencyKeyRow.key) == key,
+                col(IdempotencyKeyRow.instance_id) == instance_id,
+            )
+            .values(body=body)
+        )

@@ -154,6 +154,7 @@ class Orchestrator:
         *,
         origin: Origin | None = None,
         grouped: bool = False,
+        then: Callable[[Session, InstanceRow], None] | None = None,
     ) -> InstanceRow:
         """Apply ``command`` and the auto transfers that follow it, in one transaction.
 
@@ -166,9 +167,11 @@ class Orchestrator:
         same request id. ``grouped``: the transaction may be shared with concurrent callers'
         commands, each under its own savepoint (``lsm.orchestration.group``), when group commit
         is enabled; the answer is the same as alone, given once the shared transaction committed.
+        ``then`` runs last in that transaction (or savepoint) with the instance as it stands (a
+        create records its ``Idempotency-Key`` there: one commit makes both, or neither).
         """
         group = self.group if grouped else None
-        outcome, chained = self._execute_once(ctx, command, origin or SYSTEM, group)
+        outcome, chained = self._execute_once(ctx, command, origin or SYSTEM, group, then=then)
         return self._complete(ctx, outcome, chained, group)
 
     async def execute_async(
@@ -456,11 +459,12 @@ class Orchestrator:
         group: GroupCommit | None = None,
         *,
         chain: bool = True,
+        then: Callable[[Session, InstanceRow], None] | None = None,
     ) -> tuple[Outcome, bool]:
         """Run ``command`` in a transaction of its own (or a group's savepoint), with the auto
         transfers that follow it when ``chain``; the outcome of the last step taken, and whether
         the chain is complete (no refused auto step left for the caller)."""
-        work = self._work(ctx, command, origin, chain=chain)
+        work = self._work(ctx, command, origin, chain=chain, then=then)
         with _identity_conflicts():
             if group is not None:
                 return group.run(work, plan=self._plan(ctx, command, origin) if chain else None)
@@ -468,7 +472,13 @@ class Orchestrator:
                 return work(session)
 
     def _work(
-        self, ctx: EnvironmentContext, command: Command, origin: Origin, *, chain: bool
+        self,
+        ctx: EnvironmentContext,
+        command: Command,
+        origin: Origin,
+        *,
+        chain: bool,
+        then: Callable[[Session, InstanceRow], None] | None = None,
     ) -> Callable[[Session], tuple[Outcome, bool]]:
         """The transaction's work for ``command`` (see ``_execute_once``), for any session."""
 
@@ -479,6 +489,8 @@ class Orchestrator:
             transaction.deferred = True
             result = self._steps(transaction, command, chain=chain)
             transaction.write_pending()
+            if then is not None:
+                then(session, result[0].instance)
             return result
 
         return work

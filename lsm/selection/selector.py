@@ -64,6 +64,7 @@ from typing import ClassVar
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import SelectorError
+from lsm.inventory.transient import is_transient
 from lsm.selection.ownership import ownership_roots, tree_members
 from lsm.selection.view import InventoryView
 
@@ -241,6 +242,8 @@ def select(selector: BaseSelector, requested_ids: Iterable[str]) -> Selection:
         exc.details.setdefault("traceback", traceback.format_exc())
         raise
     except Exception as exc:
+        if is_transient(exc):
+            raise  # the database the view reads, not the selector: the compile is given back
         raise SelectorError(
             f"selector {name!r} failed: {type(exc).__name__}: {exc}",
             selector=name,

@@ -15,6 +15,7 @@ from lsm.inventory import leases as sql
 from lsm.inventory.database import Database
 from lsm.inventory.leases import process_gone
 from lsm.inventory.tables import LeaseRow, utcnow
+from lsm.inventory.transient import retry_transient
 
 
 def process_identity(role: str) -> tuple[str, dict[str, Any]]:
@@ -46,17 +47,26 @@ class Lease:
             return row
 
     def keep(self) -> bool:
-        """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over)."""
+        """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over).
+        A lost connection is retried (``lsm.inventory.transient``): renewing twice is harmless."""
         if not self.held:
             return False
-        with self.db.write() as session:
-            self.held = sql.renew(session, self.name, self.owner, now=utcnow(), ttl=self.ttl)
+
+        def renew() -> bool:
+            with self.db.write() as session:
+                return sql.renew(session, self.name, self.owner, now=utcnow(), ttl=self.ttl)
+
+        self.held = retry_transient(renew, what=f"renewing the {self.name} lease")
         return self.held
 
     def release(self) -> None:
         if self.held:
-            with self.db.write() as session:
-                sql.release(session, self.name, self.owner)
+
+            def give_back() -> None:
+                with self.db.write() as session:
+                    sql.release(session, self.name, self.owner)
+
+            retry_transient(give_back, what=f"giving the {self.name} lease back")
             self.held = False
 
 

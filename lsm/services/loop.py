@@ -16,6 +16,9 @@ A ``WorkSource`` says how to claim its kind of work; the loop does the rest, onc
   report. Code blocked inside C does not see the exception: after ``grace`` more seconds the
   work is ``expire``-d (its lease is failed, so its result is fenced out if it ever returns),
   the thread is abandoned, and a fresh runner thread takes its place.
+* **Lost connections.** A round that fails on the database (``lsm.inventory.transient``) is
+  logged in one line and tried again after a pause that grows while failures repeat; a failed
+  heartbeat is tried at the next one. Sources retry what is safe to repeat themselves.
 * **Shutdown.** ``stop`` claims nothing more, lets running work finish within the timeout, and
   gives what is still running back to its source (``release``) so another process runs it.
 """
@@ -31,6 +34,7 @@ from typing import Protocol
 
 from lsm.errors import TimeLimitExceeded
 from lsm.interrupt import raise_in
+from lsm.inventory.transient import Backoff, is_transient, log_failure
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class _Slot:
     abandoned: bool = False
     wake: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the pause after rounds that failed on the database, growing while they keep failing
+    backoff: Backoff = field(default_factory=Backoff)
 
 
 class ServiceLoop:
@@ -126,8 +132,8 @@ class ServiceLoop:
             if running:
                 try:
                     source.release(running)
-                except Exception:
-                    log.exception("%s: could not give back its work on shutdown", source.name)
+                except Exception as exc:  # their leases expire: another process takes them over
+                    log_failure(log, exc, "%s: could not give back its work on shutdown", source.name)
         if self._supervisor is not None and self._supervisor.is_alive():
             self._supervisor.join(max(0.0, deadline - time.monotonic()) + 1.0)
 
@@ -193,9 +199,12 @@ class ServiceLoop:
                     "%s: a time limit fired after its work had ended; ignored",
                     threading.current_thread().name,
                 )
-            except Exception:  # the loop survives a broken claim; the work records its own errors
-                log.exception("%s: a round failed", threading.current_thread().name)
-                slot.wake.wait(self.poll_interval)
+            except Exception as exc:  # the loop survives a broken claim; the work records its own errors
+                log_failure(log, exc, "%s: a round failed", threading.current_thread().name)
+                # a database that is away is given a growing pause, not a hot loop of failures
+                slot.wake.wait(slot.backoff.next() if is_transient(exc) else self.poll_interval)
+            else:
+                slot.backoff.reset()
 
     # -- supervisor: heartbeats and time limits --------------------------------------------------
     def _supervise(self) -> None:
@@ -212,8 +221,8 @@ class ServiceLoop:
         for keepalive in self.keepalives:
             try:
                 keepalive()
-            except Exception:
-                log.exception("keepalive failed")
+            except Exception as exc:
+                log_failure(log, exc, "keepalive failed")
         for source in self.sources:
             running = [
                 s.work for s in self._slots if s.source is source and s.work is not None and not s.abandoned
@@ -222,8 +231,8 @@ class ServiceLoop:
                 continue
             try:
                 source.heartbeat(running)
-            except Exception:
-                log.exception("%s: heartbeat failed", source.name)
+            except Exception as exc:  # the next heartbeat tries again, well inside the lease
+                log_failure(log, exc, "%s: heartbeat failed", source.name)
 
     def _enforce_deadline(self, slot: _Slot, now: float) -> None:
         with slot.lock:

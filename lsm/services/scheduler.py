@@ -29,6 +29,7 @@ from lsm.inventory import compile_queue
 from lsm.inventory.compile_requests import CompileOrder, enqueue
 from lsm.inventory.database import Database
 from lsm.inventory.tables import ScheduleRow, utcnow
+from lsm.inventory.transient import log_failure
 from lsm.schemas.compiles import CompileKind
 from lsm.services.leases import Lease, process_identity
 
@@ -73,8 +74,8 @@ class Scheduler:
                 self.lease.acquire()
             if self.lease.held:
                 self.tick(self.clock())
-        except Exception:
-            log.exception("scheduler round failed")
+        except Exception as exc:  # the next check tries again (a tick is stored, never lost)
+            log_failure(log, exc, "scheduler round failed")
         return None
 
     def heartbeat(self, running: Sequence[object]) -> None:

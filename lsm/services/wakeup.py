@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 
 from lsm.inventory.compile_requests import NOTIFY_CHANNEL
 from lsm.inventory.database import Database
+from lsm.inventory.transient import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,11 @@ class Listener:
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=1.0):
                             self.wake(note.payload or None)
-            except Exception:
+            except Exception as exc:
                 self.connected.clear()
                 if self._stop.is_set():
                     return
-                log.warning("LISTEN connection lost; polling until it is back", exc_info=True)
+                log_failure(log, exc, "LISTEN connection lost; polling until it is back")
                 self._stop.wait(delay)
                 delay = min(delay * 2, 10.0)
 

@@ -32,6 +32,7 @@ from lsm.facade.holdback import Holdback
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
 from lsm.inventory.tables import utcnow
+from lsm.inventory.transient import log_failure
 from lsm.schemas.events import COMPILE_FINISHED, DEPLOY_OUTCOME, INSTANCE_STATE
 from lsm.schemas.webhooks import DeliveryPolicy, matches
 
@@ -52,8 +53,8 @@ class _Round:
     def run(self) -> None:
         try:
             self.dispatcher.dispatch()
-        except Exception:  # the next round reads the same stretch again: nothing is lost
-            log.exception("webhook dispatch failed; retrying at the next round")
+        except Exception as exc:  # the next round reads the same stretch again: nothing is lost
+            log_failure(log, exc, "webhook dispatch failed; retrying at the next round")
         finally:
             self.dispatcher.done()
 
@@ -122,8 +123,8 @@ class WebhookDispatcher:
         for hook in hooks:
             try:
                 queued += self.dispatch_one(hook)
-            except Exception:  # one webhook's trouble never holds up the others
-                log.exception("webhook %s: dispatch failed", hook["id"])
+            except Exception as exc:  # one webhook's trouble never holds up the others
+                log_failure(log, exc, "webhook %s: dispatch failed", hook["id"])
         if queued:
             self.queued()
         return queued

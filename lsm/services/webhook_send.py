@@ -37,6 +37,7 @@ from lsm.errors import WebhookTargetRefused
 from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
 from lsm.inventory.tables import utcnow
+from lsm.inventory.transient import retry_transient
 from lsm.schemas.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -168,13 +169,21 @@ class WebhookSender:
 
     def heartbeat(self, running: Sequence[Any]) -> None:
         ids = [w.claimed.delivery_id for w in running if isinstance(w, _Send)]
-        with self.db.write() as session:
-            store.extend(session.connection(), ids, self.owner, now=self.clock(), lease=self.policy.lease)
+
+        def extend() -> None:
+            with self.db.write() as session:
+                store.extend(session.connection(), ids, self.owner, now=self.clock(), lease=self.policy.lease)
+
+        retry_transient(extend, what="renewing webhook delivery leases", logger=log)
 
     def release(self, running: Sequence[Any]) -> None:
         ids = [w.claimed.delivery_id for w in running if isinstance(w, _Send)]
-        with self.db.write() as session:
-            store.give_back(session.connection(), ids, self.owner, now=self.clock())
+
+        def give_back() -> None:
+            with self.db.write() as session:
+                store.give_back(session.connection(), ids, self.owner, now=self.clock())
+
+        retry_transient(give_back, what="giving webhook deliveries back", logger=log)
 
     def close(self) -> None:
         self.http.close()
@@ -202,10 +211,14 @@ class WebhookSender:
             error = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
         duration_ms = (time.monotonic() - started) * 1000
         outcome = self.outcome(claimed, status_code, error, duration_ms)
-        with self.db.write() as session:
-            recorded = store.record(
-                session.connection(), claimed.delivery_id, self.owner, outcome, now=self.clock()
-            )
+
+        def record() -> bool:  # fenced by the lease: recording it twice is harmless
+            with self.db.write() as session:
+                return store.record(
+                    session.connection(), claimed.delivery_id, self.owner, outcome, now=self.clock()
+                )
+
+        recorded = retry_transient(record, what=f"recording {claimed.delivery_id}", logger=log)
         if not recorded:
             log.warning("%s: its lease was taken over; the outcome was not recorded", claimed.delivery_id)
         return outcome

@@ -6,6 +6,7 @@ server acted, the client saw the connection break) and checks the retry's key an
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,7 +19,7 @@ from sqlmodel import select
 from lsm.client import Client, RetryPolicy
 from lsm.facade import RequestContext
 from lsm.inventory.database import Database
-from lsm.inventory.idempotency import IdempotencyKeyRow, remember_key
+from lsm.inventory.idempotency import IdempotencyKeyRow
 from lsm.inventory.tables import utcnow
 from lsm.runtime.wiring import ApiRuntime
 from tests.api.input_fixtures import BOX_MODEL, all_instances, served_box
@@ -92,19 +93,20 @@ def test_keys_are_scoped_per_environment(served: tuple[ApiRuntime, httpx.Client]
     assert here.json()["id"] != there.json()["id"]
 
 
-def test_an_answer_lost_before_its_key_was_stored_still_gives_one_instance(
-    served: tuple[ApiRuntime, httpx.Client],
-) -> None:
-    """The first attempt committed its instance, then the process died before storing its key."""
+def test_a_refused_create_leaves_its_key_unused(served: tuple[ApiRuntime, httpx.Client]) -> None:
+    """The key is written in the create's transaction: a create that is refused stores nothing,
+    and the key then serves the next request as a first use."""
     engine, http = served
+    assert create(http, {"attributes": {"name": "a"}}).status_code == 200
     key = uuid.uuid4().hex
-    first = create(http, {"attributes": {"name": "a"}}, key)
-    with engine.db.write() as session:
-        session.delete(session.get(IdempotencyKeyRow, (engine.context(None).env_id, key)))
-    again = create(http, {"attributes": {"name": "a"}}, key)
-    assert again.status_code == 200, again.text
-    assert again.json()["id"] == first.json()["id"]
-    assert len(all_instances(engine)) == 1
+    clash = create(http, {"attributes": {"name": "a"}}, key)
+    assert clash.status_code == 409 and clash.json()["error"] == "identity_conflict", clash.text
+    with engine.db.read() as session:
+        assert session.get(IdempotencyKeyRow, (engine.context(None).env_id, key)) is None
+    made = create(http, {"attributes": {"name": "b"}}, key)
+    assert made.status_code == 200, made.text
+    assert create(http, {"attributes": {"name": "b"}}, key).json() == made.json()
+    assert len(all_instances(engine)) == 2
 
 
 def test_keys_expire_after_a_day(served: tuple[ApiRuntime, httpx.Client]) -> None:
@@ -133,9 +135,7 @@ def test_keys_expire_after_a_day(served: tuple[ApiRuntime, httpx.Client]) -> Non
     )
     with engine.db.write() as session:
         session.add(stale)
-    remember_key(
-        engine.db, IdempotencyKeyRow(env_id=env_id, key="new", fingerprint="2" * 64, instance_id="j")
-    )
+    assert create(http, {"attributes": {"name": "y"}}, "new").status_code == 200
     with engine.db.read() as session:
         assert sorted(r.key for r in session.exec(select(IdempotencyKeyRow)).all()) == ["new", "old"]
 
@@ -190,27 +190,56 @@ def test_a_new_key_does_not_hide_an_identity_conflict(served: tuple[ApiRuntime, 
     assert len(all_instances(engine)) == 1
 
 
-def test_concurrent_retries_with_one_key_make_one_instance(served: tuple[ApiRuntime, httpx.Client]) -> None:
-    """Eight copies of one create race (a client that retried too eagerly): one instance, and
-    every answer names it."""
-    import threading
+RACERS = 20
 
-    engine, http = served
-    key = uuid.uuid4().hex
-    barrier = threading.Barrier(8)
-    answers: list[httpx.Response] = []
 
-    def send() -> None:
-        with httpx.Client(base_url=http.base_url, timeout=30) as own:
-            barrier.wait(timeout=30)
-            answers.append(create(own, {"attributes": {"name": "race"}}, key))
+def race(http: httpx.Client, bodies: list[dict[str, Any]], key: str) -> list[httpx.Response]:
+    """Send every body with ``key`` at once, each on a connection of its own (a barrier lines the
+    threads up; no timing is asserted); the answers in the order of ``bodies``."""
+    barrier = threading.Barrier(len(bodies))
+    answers: list[httpx.Response | None] = [None] * len(bodies)
 
-    threads = [threading.Thread(target=send) for _ in range(8)]
+    def send(i: int) -> None:
+        with httpx.Client(base_url=http.base_url, timeout=60) as own:
+            barrier.wait(timeout=60)
+            answers[i] = create(own, bodies[i], key)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
-    assert len(answers) == 8
+        thread.join(timeout=120)
+    assert all(a is not None for a in answers), "a request never got its answer"
+    return [a for a in answers if a is not None]
+
+
+def test_concurrent_first_uses_of_one_key_with_one_body_create_once_and_answer_alike(
+    served: tuple[ApiRuntime, httpx.Client],
+) -> None:
+    """A client that retried too eagerly: one instance, and every answer is the first answer."""
+    engine, http = served
+    answers = race(http, [{"attributes": {"name": "race"}}] * RACERS, uuid.uuid4().hex)
     assert {a.status_code for a in answers} == {200}, [a.text for a in answers if a.status_code != 200]
-    assert len({a.json()["id"] for a in answers}) == 1
-    assert len(all_instances(engine)) == 1
+    assert all(a.json() == answers[0].json() for a in answers)
+    assert [i["id"] for i in all_instances(engine)] == [answers[0].json()["id"]]
+
+
+def test_concurrent_first_uses_of_one_key_with_other_bodies_create_one_and_refuse_the_rest(
+    served: tuple[ApiRuntime, httpx.Client],
+) -> None:
+    """Callers sharing a key by mistake: exactly one order is made, every other caller gets a
+    422 naming the key, never another caller's instance."""
+    engine, http = served
+    key = uuid.uuid4().hex
+    answers = race(http, [{"attributes": {"name": f"n{i}"}} for i in range(RACERS)], key)
+    made = [a for a in answers if a.status_code == 200]
+    refused = [a for a in answers if a.status_code == 422]
+    assert len(made) == 1 and len(refused) == RACERS - 1, [(a.status_code, a.text) for a in answers]
+    winner = answers.index(made[0])
+    instance = made[0].json()
+    assert (instance["candidate_attributes"] or instance["active_attributes"])["name"] == f"n{winner}"
+    for answer in refused:
+        body = answer.json()
+        assert body["error"] == "idempotency_key_reused" and body["key"] == key, body
+        assert body["instance"] == instance["id"]
+    assert [i["id"] for i in all_instances(engine)] == [instance["id"]]
