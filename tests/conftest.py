@@ -20,6 +20,9 @@ from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
+#: names this test run for test models that keep state in files, which compile processes share
+#: (set here, before any compile process starts, so that every one of them inherits it)
+os.environ.setdefault("LSM_TEST_RUN", uuid.uuid4().hex[:12])
 TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 #: the test models every test engine offers by name (docs/api.md: models come from the operator)
