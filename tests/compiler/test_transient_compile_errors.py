@@ -23,16 +23,8 @@ from lsm.inventory.transient import caused_by_transient
 from lsm.runtime.wiring import ApiRuntime
 from lsm.selection import OwnerTreeSelector
 from lsm.selection.plugins import build_selector
+from tests.compiler.test_lock_release_failure import _lost_connection
 from tests.selection import CATALOG, Inventory
-
-
-def _lost_connection() -> OperationalError:
-    return OperationalError(
-        "SELECT ...",
-        None,
-        ConnectionError("terminating connection due to administrator command"),
-        connection_invalidated=True,
-    )
 
 
 def _wrapped(error: BaseException) -> ModelError:
