@@ -37,7 +37,7 @@ from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
-from lsm.inventory.transient import is_transient
+from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
@@ -102,11 +102,13 @@ class CompileRunner:
                 "compile %s: lease lost (taken over after its time limit); result dropped", batch.leader.id
             )
         except LsmError as exc:
+            if caused_by_transient(exc):
+                raise  # e.g. a selector's read met a lost connection: the service gives it back
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
             report["error"].update(located(exc, self._files(env_id)))
             self.queue.finish(batch, status="failed", report={**report, "timings": timings})
         except Exception as exc:  # a bug, not a model error: still recorded, never lost
-            if is_transient(exc):
+            if caused_by_transient(exc):
                 raise  # the database, not the compile: the service gives the batch back
             log.exception("compile %s failed unexpectedly", batch.leader.id)
             report["error"] = {

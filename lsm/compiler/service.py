@@ -34,7 +34,7 @@ from lsm.compiler.runner import CompileRunner
 from lsm.errors import TimeLimitExceeded
 from lsm.inventory.compile_queue import Pending
 from lsm.inventory.settings import EnvironmentSettings
-from lsm.inventory.transient import is_transient, log_failure, retry_transient
+from lsm.inventory.transient import caused_by_transient, is_transient, log_failure, retry_transient
 from lsm.orchestration import EnvironmentContext
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class ExportWork(_CompileWork):
         except PoolStopped:
             _give_back(self)
         except Exception as exc:  # the runner records the compile's own errors: this is the database
-            if not is_transient(exc):
+            if not caused_by_transient(exc):
                 raise
             log_failure(log, exc, "%s: the database failed; its requests go back to the queue", self.label)
             self.service.give_back(self.batches)

@@ -40,6 +40,7 @@ from lsm.inventory.compile_queue import open_validations_since
 from lsm.inventory.compile_requests import ValidationParams, validation_params
 from lsm.inventory.database import Database
 from lsm.inventory.tables import InstanceRow
+from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
@@ -217,6 +218,8 @@ class ValidationBatches:
         try:
             selected = run_selector(self.selector(ctx, view), [validated])
         except LsmError as exc:
+            if caused_by_transient(exc):
+                raise  # the database, not the selector: the work gives the round back
             planned.error = exc
             return {validated}
         records = view.get_many(i for ids in selected.values() for i in ids)
@@ -270,10 +273,14 @@ class ValidationBatches:
             report["timings"] = {f"refine_{k}": v for k, v in result.timings.items()}
             allocations = result.allocations.get(planned.row.id, {})
         except LsmError as exc:  # the model, the selector, or the allocated values were refused
+            if caused_by_transient(exc):
+                raise  # the database, not the model: the work gives the round back (no rejection)
             success, message = False, f"validation failed: {exc.message}"
             report["error"] = {**exc.to_body(), "traceback": exc.details.get("traceback") or _traceback(exc)}
             report["error"].update(located(exc, list(ctx.model.files)))
         except Exception as exc:  # a bug in a model that escaped its own error handling
+            if caused_by_transient(exc):
+                raise
             success, message = False, f"validation failed: {type(exc).__name__}: {exc}"
             report["error"] = {"error": "internal", "message": str(exc), "traceback": _traceback(exc)}
             report["error"].update(located(exc, list(ctx.model.files)))

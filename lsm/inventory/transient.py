@@ -11,6 +11,11 @@ is an operational event, not a bug.
 * ``is_transient(error)``: the one definition of such an error. The pool is already invalidated
   by SQLAlchemy when the error was a disconnect, so the next transaction runs on a fresh
   connection (``lsm.inventory.database`` also replaces a closed pooled one at checkout).
+* ``caused_by_transient(error)``: ``error`` or any error it was raised from or while handling
+  (``__cause__``, ``__context__``). Where an error is about to be recorded as a compile's own
+  failure (a model, selector or export error), this is the test: a wrapper such as a
+  ``SelectorError`` around a lost connection is still the database's moment, and the compile
+  goes back to the queue instead of failing (a failed exporting compile fails its instances).
 * ``retry_transient(fn, what=...)``: runs ``fn`` again after a short, growing pause (tenacity),
   for work that is safe to repeat: a lease renewal, a claim given back, a fenced finish. It
   never retries anything else, and after its bound it raises the last error.
@@ -59,6 +64,24 @@ def is_transient(error: BaseException) -> bool:
     return _transient_driver_error(error)
 
 
+def caused_by_transient(error: BaseException) -> bool:
+    """Whether ``error``, or any error in the chain it was raised from or while handling, is
+    transient (``is_transient``)."""
+    return _transient_in(error) is not None
+
+
+def _transient_in(error: BaseException) -> BaseException | None:
+    """The first transient error in ``error``'s chain (itself first), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if is_transient(current):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _transient_driver_error(error: BaseException | None) -> bool:
     if isinstance(error, sqlite3.OperationalError):
         # SQLite reports a missing table or a syntax error as an OperationalError as well
@@ -80,10 +103,11 @@ def describe(error: BaseException) -> str:
 
 
 def log_failure(logger: logging.Logger, error: BaseException, message: str, *args: object) -> None:
-    """Log ``message`` for ``error``: a warning naming the cause when it is transient (it is
-    retried, nothing is lost), an error with the traceback otherwise (a bug to look at)."""
-    if is_transient(error):
-        logger.warning(message + " (the database: %s)", *args, describe(error))
+    """Log ``message`` for ``error``: a warning naming the cause when it is caused by a transient
+    error (it is retried, nothing is lost), an error with the traceback otherwise (a bug to look at)."""
+    cause = _transient_in(error)
+    if cause is not None:
+        logger.warning(message + " (the database: %s)", *args, describe(cause))
     else:
         logger.exception(message, *args, exc_info=error)
 
@@ -145,6 +169,7 @@ class Backoff:
 __all__ = [
     "RETRY_AFTER_S",
     "Backoff",
+    "caused_by_transient",
     "describe",
     "is_transient",
     "log_failure",

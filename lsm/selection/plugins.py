@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from lsm.catalog import Catalog
 from lsm.errors import ConfigurationError, LsmError, SelectorError, UnknownSelector
+from lsm.inventory.transient import is_transient
 from lsm.selection.factories import REGISTERED
 from lsm.selection.selector import BaseSelector
 from lsm.selection.view import InventoryView
@@ -129,6 +130,8 @@ def build_selector(
     except LsmError:
         raise
     except Exception as exc:
+        if is_transient(exc):
+            raise  # a constructor that read the inventory met a lost connection: not the selector
         raise SelectorError(
             f"selector {name!r} can not be built with {sorted(params)}: {type(exc).__name__}: {exc}",
             selector=name,
