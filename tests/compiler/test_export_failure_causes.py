@@ -152,3 +152,50 @@ def test_a_failure_transfer_with_an_operation_and_an_auto_follow_up_takes_the_ge
         if e.trigger != "import"
     ]
     assert steps == [("start", "broken", "export_failed", failed.id), ("broken", "parked", "auto", None)]
+
+
+BAD_META_MODEL = """
+from collections.abc import Iterator
+
+import lsm
+
+
+class Gizmo(lsm.ServiceEntity):
+    name: str
+
+
+gizmo = lsm.Binding(Gizmo, lifecycle="simple", identity="name")
+
+
+class Cog(lsm.Resource, type="test::Cog", id_attribute="name"):
+    name: str
+
+
+@lsm.implementation(gizmo)
+def cogs(g: lsm.Service[Gizmo]) -> Iterator[lsm.Resource]:
+    meta = lsm.Meta(limit=5.0) if g.name.startswith("bad") else lsm.Meta()  # no burst: never acts
+    yield Cog(agent="a", name=g.name, meta=meta)
+"""
+
+
+def test_an_export_refused_for_an_invalid_metaparameter_fails_the_instance_it_was_to_export(
+    engine_factory: Callable[..., ApiRuntime], tmp_path: Path
+) -> None:
+    """The metaparameters are checked when a version is stored, so the validation passes and
+    the export is refused: the waiting instance moves to failed, its line names the compile,
+    the kind and the resource."""
+    model = tmp_path / "gizmos.py"
+    model.write_text(BAD_META_MODEL)
+    engine = engine_factory(str(model))
+    bad = engine.facades.inventory.create_instance(LOCAL, "gizmo", {"name": "bad1"}).id
+    engine.processing.drain()  # the validation, then the export it queues
+
+    assert engine.facades.inventory.get_instance(LOCAL, "gizmo", bad).state == "failed"
+    (line,) = failure_lines(engine, LOCAL, "gizmo", bad)
+    compiles = engine.facades.compiles.list_compiles(LOCAL, limit=100)
+    (failed,) = [c for c in compiles if c.status == "failed"]
+    assert failed.report["error"]["error"] == "invalid_metaparameter"
+    assert f"exporting compile {failed.id} failed: invalid_metaparameter" in line
+    assert "resource test::Cog[a,name=bad1]" in line and "burst" in line
+    cause = engine.facades.inventory.diagnose(LOCAL, "gizmo", bad).cause[0]
+    assert (cause.kind, cause.details["error"]) == ("failed_export", "invalid_metaparameter")
