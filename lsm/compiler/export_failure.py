@@ -14,6 +14,11 @@ state has no exported record: ``lsm.inventory.export_failures``) among what the 
 for, and hands each an ``ExportFailed`` through the orchestrator, the one place that changes
 state (in bulk: ``Orchestrator.fail_exports``): the lifecycle's ``export_failed`` transfer
 fires, or the failure is only logged in a state without one. It also counts the failure for ``/metrics``.
+
+A model that does not load when the failure is recorded (the failure may be that very model)
+does not strand the instances: their lifecycles are known without it, from the catalog the
+environment persisted and the lifecycle registry, so the failure still moves them or, where
+only the model could take the transfer, still writes their line (and ``diagnose`` names it).
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ from typing import Any
 from sqlmodel import Session
 
 from lsm.compiler.queue import Batch
-from lsm.errors import NotFound
 from lsm.gc_pause import gc_paused
 from lsm.inventory import metric_counters
-from lsm.inventory.export_failures import Waiting, waiting_on_export
+from lsm.inventory.export_failures import Waiting, entity_lifecycles, waiting_on_export
+from lsm.inventory.settings import parse_settings
+from lsm.lifecycle import LifecycleRegistry
+from lsm.model.loader import Model
 from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.orchestration.export_failed import lifecycle_name
 from lsm.schemas.compiles import CompileKind
 
 log = logging.getLogger(__name__)
@@ -70,9 +78,16 @@ def _names(value: Any) -> list[str]:
 class ExportFailures:
     """Records failed exporting compiles on their instances (the compile queue's hook)."""
 
-    def __init__(self, orchestrator: Orchestrator, contexts: Callable[[str], EnvironmentContext]) -> None:
+    def __init__(
+        self,
+        orchestrator: Orchestrator,
+        contexts: Callable[[str], EnvironmentContext],
+        lifecycles: LifecycleRegistry | None = None,
+    ) -> None:
+        """``lifecycles``: the registry the environments use, what decides without the model."""
         self.orchestrator = orchestrator
         self.contexts = contexts
+        self.lifecycles = lifecycles
 
     def record(self, session: Session, batch: Batch, report: dict[str, Any]) -> Callable[[], None] | None:
         """In ``session`` (the transaction recording ``batch`` as failed): count the failure and
@@ -80,23 +95,38 @@ class ExportFailures:
         leader = batch.leader
         error = dict(report.get("error") or {})
         metric_counters.count_failed_export(session.connection(), leader.env_id, str(error.get("error")))
+        persisted: dict[str, str] | None = None
         try:
             ctx = self.contexts(leader.env_id)
-        except Exception:  # the model does not load: its lifecycles are unknown, the report says why
-            log.warning(
-                "compile %s failed and environment %s does not load; its instances keep their state",
-                leader.id,
+        except Exception:  # the model does not load: the persisted catalog names the lifecycles
+            if self.lifecycles is None:
+                log.warning(
+                    "compile %s failed and environment %s does not load; its instances keep their state",
+                    leader.id,
+                    leader.env_id,
+                    exc_info=True,
+                )
+                return None
+            log.info(
+                "environment %s does not load: compile %s's failure is decided without its model",
                 leader.env_id,
+                leader.id,
                 exc_info=True,
             )
-            return None
+            ctx = _without_model(leader.env_id, self.lifecycles)
+            persisted = entity_lifecycles(session, leader.env_id)
         with gc_paused():  # thousands of rows and lines, no cycles: as a compile (lsm.gc_pause)
-            exports = _Exports(ctx)
+            exports = _Exports(ctx, persisted)
             waiting = [w for w in self._waiting(session, batch) if exports(w)]
             if not waiting:
                 return None
             return self.orchestrator.fail_exports(
-                session, ctx, waiting, compile_id=leader.id, message=describe(leader.id, error)
+                session,
+                ctx,
+                waiting,
+                compile_id=leader.id,
+                message=describe(leader.id, error),
+                lifecycles=persisted,
             )
 
     def _waiting(self, session: Session, batch: Batch) -> list[Waiting]:
@@ -112,12 +142,25 @@ class ExportFailures:
         return list(found.values())
 
 
+def _without_model(env_id: str, lifecycles: LifecycleRegistry) -> EnvironmentContext:
+    """The context of an environment whose model does not load: it binds nothing, its
+    lifecycles are the registry's (``fail_exports`` is given the persisted entity lifecycles)."""
+    return EnvironmentContext(
+        env_id=env_id,
+        name=env_id,
+        model=Model(bindings=[], source=""),
+        lifecycles=lifecycles,
+        settings=parse_settings({}),
+    )
+
+
 class _Exports:
     """Whether an instance's state exports (only those wait on an export), asked once per entity
-    and state; an entity the model no longer binds is left alone."""
+    and state; an entity the model no longer binds (nor the persisted catalog) is left alone."""
 
-    def __init__(self, ctx: EnvironmentContext) -> None:
+    def __init__(self, ctx: EnvironmentContext, persisted: dict[str, str] | None = None) -> None:
         self.ctx = ctx
+        self.persisted = persisted
         self.known: dict[tuple[str, str], bool] = {}
 
     def __call__(self, waiting: Waiting) -> bool:
@@ -128,8 +171,8 @@ class _Exports:
         return found
 
     def _exports(self, entity: str, state: str) -> bool:
-        try:
-            lifecycle = self.ctx.lifecycle(self.ctx.binding(entity))
-        except NotFound:
+        name = lifecycle_name(self.ctx, entity, self.persisted)
+        if name is None:
             return False
+        lifecycle = self.ctx.lifecycles.get(name)
         return lifecycle.has_state(state) and lifecycle.state(state).export_resources

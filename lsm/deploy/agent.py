@@ -70,7 +70,7 @@ from lsm.deploy.planner import Planner
 from lsm.deploy.recovery import PROCESS_PREFIX, Recovery
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import record_discovery
-from lsm.inventory import deploy_claims, deploy_feedback, deploy_state, halts
+from lsm.inventory import deploy_claims, deploy_feedback, deploy_queries, deploy_state, halts
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import affected_sets
@@ -104,6 +104,7 @@ class DeployWork:
         skipped: list[str],
         records: dict[str, tuple[str, str]],
         skipped_sets: set[str],
+        noop: bool | None = None,
     ) -> None:
         self.service = service
         self.env_id = env_id
@@ -111,6 +112,8 @@ class DeployWork:
         self.skipped = skipped
         self.records = records
         self.skipped_sets = skipped_sets
+        #: ``deploy_noop`` as committed when the batch was claimed (None: never set)
+        self.noop = noop
         self.label = f"deploy of {len(claimed)} resource(s) of environment {env_id}"
 
     def deadline(self) -> float | None:
@@ -122,7 +125,7 @@ class DeployWork:
     def run(self) -> None:
         service = self.service
         try:
-            results = service.execute(self.env_id, self.claimed, self.records)
+            results = service.execute(self.env_id, self.claimed, self.records, noop=self.noop)
             results, pending = deploy_claims.retry_conflicts(
                 partial(self.write, results), f"result write of environment {self.env_id}"
             )
@@ -328,7 +331,8 @@ class AgentService:
                 return None
             records = deploy_state.desired_records(conn, env_id, [c.resource_id for c in claimed])
             skipped_sets = affected_sets(conn, env_id, skipped) if skipped else set()
-        work = DeployWork(self, env_id, claimed, skipped, records, skipped_sets)
+            noop = deploy_queries.committed_noop(conn, env_id)  # not the cached settings' value
+        work = DeployWork(self, env_id, claimed, skipped, records, skipped_sets, noop)
         with self._lock:
             for c in claimed:
                 self._inflight[(env_id, c.agent)] += 1
@@ -495,23 +499,31 @@ class AgentService:
                 self._registries[env_id] = cached
         return cached[1], ctx
 
-    def settings(self, ctx: EnvironmentContext) -> RunSettings:
+    def settings(self, ctx: EnvironmentContext, noop: bool | None = None) -> RunSettings:
+        """How a batch runs; ``noop``: ``deploy_noop`` as committed when it was claimed (None:
+        never set, so the configured default in ``ctx.settings`` applies)."""
         settings = ctx.settings
         return RunSettings(
             state_dir=self.state_dir,
             jail=self.jail,
-            noop=self.noop or settings.deploy_noop,
+            noop=self.noop or (settings.deploy_noop if noop is None else noop),
             timeout=self.deploy_timeout if self.deploy_timeout is not None else settings.deploy_timeout,
         )
 
     def execute(
-        self, env_id: str, claimed: list[Claimed], records: dict[str, tuple[str, str]]
+        self,
+        env_id: str,
+        claimed: list[Claimed],
+        records: dict[str, tuple[str, str]],
+        *,
+        noop: bool | None = None,
     ) -> list[Result]:
-        """Run every claimed resource concurrently on the handler threads; one result each."""
+        """Run every claimed resource concurrently on the handler threads; one result each
+        (``noop``: the committed ``deploy_noop`` of the claim, see ``settings``)."""
         if not claimed:
             return []
         registry, ctx = self.registry(env_id)
-        run = self.settings(ctx)
+        run = self.settings(ctx, noop)
         started: dict[str, float] = {}
 
         def one(item: Claimed) -> Result:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import RowMapping
+from sqlalchemy.engine import Connection, RowMapping
 from sqlmodel import Session
 
 from lsm.inventory.batches import chunks, utc
@@ -31,7 +31,7 @@ from lsm.inventory.deploy_tables import (
     resource_type_of,
 )
 from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceResourcesRow
+from lsm.inventory.tables import EnvironmentRow, InstanceResourcesRow
 from lsm.schemas.deploy import DeploymentProgress, ResourceActionOut, ResourceOut, ResourceStatus
 from lsm.schemas.limits import MAX_PAGE
 
@@ -286,6 +286,18 @@ def schedule_noop_pending(session: Session, env_id: str) -> int:
     return _back_to_pending(session, env_id, lsm_resource_state.c.status == ResourceStatus.NOOP_PENDING.value)
 
 
+def committed_noop(conn: Connection, env_id: str) -> bool | None:
+    """The ``deploy_noop`` setting of ``env_id`` as stored in the transaction of ``conn`` (None:
+    never set, the configured default applies). An agent's claim reads it beside the rows it
+    claims: a cached value may be from before the setting went off, and would run the resources
+    that ``schedule_noop_pending`` just requeued as noop again (the requeue and the setting
+    commit together, so a claim that sees the requeued rows sees the setting too)."""
+    t = EnvironmentRow.__table__  # type: ignore[attr-defined]
+    stored = conn.execute(select(t.c.settings).where(t.c.id == env_id)).scalar_one_or_none()
+    value = (stored or {}).get("deploy_noop")
+    return None if value is None else bool(value)
+
+
 def _back_to_pending(session: Session, env_id: str, chosen: Any) -> int:
     t = lsm_resource_state
     statement = (
@@ -301,6 +313,7 @@ def _back_to_pending(session: Session, env_id: str, chosen: Any) -> int:
 
 __all__ = [
     "MAX_PAGE",
+    "committed_noop",
     "deployment_progress",
     "desired_resource",
     "get_resource",

@@ -23,12 +23,13 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
 from lsm.inventory.compile_requests import CompileOrder
-from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
+from lsm.inventory.tables import CompileRow, EntityRow, InstanceResourcesRow, InstanceRow
 from lsm.schemas.compiles import CompileKind
 
 _i = InstanceRow.__table__  # type: ignore[attr-defined]
 _r = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
 _c = CompileRow.__table__  # type: ignore[attr-defined]
+_e = EntityRow.__table__  # type: ignore[attr-defined]
 
 #: ids per ``IN`` list (the bound parameters of one statement stay far below every limit)
 CHUNK = 500
@@ -82,6 +83,13 @@ def waiting_on_export(session: Session, env_id: str, instance_ids: Sequence[str]
         rows = conn.execute(_WAITING_AMONG, {"b_ids": ids[start : start + CHUNK]})
         found.extend(Waiting(*row[1:]) for row in rows if row[0] == env_id)
     return found
+
+
+def entity_lifecycles(session: Session, env_id: str) -> dict[str, str]:
+    """Entity -> lifecycle name of ``env_id`` as its catalog was last persisted: what decides a
+    failed export when the model does not load (its bindings are unknown then)."""
+    rows = session.connection().execute(sa_select(_e.c.name, _e.c.lifecycle).where(_e.c.env_id == env_id))
+    return {str(name): str(lifecycle) for name, lifecycle in rows}
 
 
 def lock_versions(session: Session, env_id: str, ids: Sequence[str]) -> dict[str, tuple[str, int, bool]]:

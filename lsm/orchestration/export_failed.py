@@ -14,6 +14,10 @@ failure, per (entity, state), once:
   only, the instance stays;
 * ``command``: anything else goes through ``ExportFailed`` and the general path.
 
+When the environment's model does not load, the lifecycle of each entity is the one the
+catalog persisted (``lsm_entity``, passed as ``lifecycles``): state-only moves and lines are
+still written, and what would need the general path (the model's bindings) is only logged.
+
 An instance whose state or version moved since the caller read it is left alone (the check
 that ``execute`` makes under the row lock). ``Orchestrator.fail_exports`` is the entry point;
 this module only sorts and writes through ``lsm.inventory``. Together they stay the one place
@@ -22,7 +26,7 @@ that changes an instance's state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -41,13 +45,24 @@ from lsm.orchestration.context import EnvironmentContext
 Plan = tuple[Literal["move", "log", "command", "skip"], Step | None]
 
 
-def plan_of(ctx: EnvironmentContext, entity: str, state: str) -> Plan:
-    """What a failed export does to an instance of ``entity`` in ``state`` (see the module)."""
+def lifecycle_name(ctx: EnvironmentContext, entity: str, lifecycles: Mapping[str, str] | None) -> str | None:
+    """The lifecycle of ``entity``: its binding's, else the persisted one of ``lifecycles``
+    (a model that does not load); None for an entity neither knows, or a lifecycle not loaded."""
     try:
-        binding = ctx.binding(entity)
+        name: str | None = ctx.binding(entity).lifecycle
     except NotFound:
+        name = (lifecycles or {}).get(entity)
+    return name if name is not None and name in ctx.lifecycles.names() else None
+
+
+def plan_of(
+    ctx: EnvironmentContext, entity: str, state: str, lifecycles: Mapping[str, str] | None = None
+) -> Plan:
+    """What a failed export does to an instance of ``entity`` in ``state`` (see the module)."""
+    name = lifecycle_name(ctx, entity, lifecycles)
+    if name is None:
         return ("skip", None)  # an entity the model no longer binds: nothing to decide with
-    machine, lifecycle = ctx.machine(binding), ctx.lifecycle(binding)
+    machine, lifecycle = ctx.lifecycles.machine(name), ctx.lifecycles.get(name)
     if not lifecycle.has_state(state):
         return ("skip", None)
     step = machine.export_failed_step(state)
@@ -59,7 +74,9 @@ def plan_of(ctx: EnvironmentContext, entity: str, state: str) -> Plan:
         and machine.auto_transfer(step.destination) is None
         and not lifecycle.state(step.destination).deleted
     )
-    return ("move", step) if simple else ("command", None)
+    if simple:
+        return ("move", step)
+    return ("log", None) if lifecycles is not None else ("command", None)  # no model: no general path
 
 
 @dataclass
@@ -71,7 +88,11 @@ class Sorted:
 
 
 def sort_waiting(
-    ctx: EnvironmentContext, waiting: Sequence[Waiting], compile_id: str, message: str
+    ctx: EnvironmentContext,
+    waiting: Sequence[Waiting],
+    compile_id: str,
+    message: str,
+    lifecycles: Mapping[str, str] | None = None,
 ) -> Sorted:
     plans: dict[tuple[str, str], Plan] = {}
     found = Sorted()
@@ -79,7 +100,7 @@ def sort_waiting(
         key = (w.entity, w.state)
         plan = plans.get(key)
         if plan is None:
-            plan = plans[key] = plan_of(ctx, w.entity, w.state)
+            plan = plans[key] = plan_of(ctx, w.entity, w.state, lifecycles)
         kind, step = plan
         if kind == "command":
             found.commands.append(ExportFailed(w.id, w.desired_state_version, compile_id, message))

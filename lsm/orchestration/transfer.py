@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -299,14 +299,16 @@ class Orchestrator:
         compile_id: str,
         message: str,
         origin: Origin | None = None,
+        lifecycles: Mapping[str, str] | None = None,
     ) -> Callable[[], None]:
         """``ExportFailed`` for every instance of ``waiting`` (the instances a failed exporting
         compile was to export, as read in ``session``), inside that open write transaction:
         in bulk where the lifecycle's ``export_failed`` transfer only changes the state, through
-        ``execute_in`` otherwise (``lsm.orchestration.export_failed``). What to run once the
-        transaction committed is returned."""
+        ``execute_in`` otherwise (``lsm.orchestration.export_failed``). ``lifecycles``: entity ->
+        lifecycle as persisted, when the model does not load. What to run once the transaction
+        committed is returned."""
         origin = origin or SYSTEM
-        found = sort_waiting(ctx, waiting, compile_id, message)
+        found = sort_waiting(ctx, waiting, compile_id, message, lifecycles)
         written = write_simple(
             session, ctx, found.simple, compile_id=compile_id, message=message, origin=origin, now=utcnow()
         )

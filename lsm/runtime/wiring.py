@@ -171,7 +171,7 @@ def build_compile_processing(
     on_finished = core.changes.notify
     webhooks = build_webhooks(core, config)
     queue = CompileQueue(db, lease_ttl=config.lease_ttl)
-    queue.export_failed = ExportFailures(orchestrator, environments.context).record
+    queue.export_failed = ExportFailures(orchestrator, environments.context, environments.lifecycles).record
     # model code runs in compile processes, one per runner thread at most (lsm.compiler.isolation)
     pool = CompilePool(config.worker_threads)
     runner = CompileRunner(db, queue, store, orchestrator, environments.context, pool)

@@ -57,3 +57,29 @@ def test_setting_noop_off_again_or_other_settings_requeue_nothing(
     assert get(engine, "router", router.id).state == "up"
     settings.set_setting(LOCAL, "deploy_noop", False)  # false to false: nothing to do
     assert statuses(engine) == {"deployed"}
+
+
+def test_an_agent_whose_cached_settings_still_say_noop_deploys_what_was_requeued(
+    deploying: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    """The agent of another process caches the environment's settings: one whose cache is from
+    before the setting went off claims the requeued resources and deploys them, because the
+    claim reads ``deploy_noop`` as committed, not from the cache."""
+    first = deploying()
+    first.facades.environments.set_setting(LOCAL, "deploy_noop", True)
+    router = order(first, "router", {"name": "r1"})
+    first.processing.drain()
+    assert statuses(first) == {"noop_pending"}
+
+    other = deploying()  # another agent process over the same database
+    other.environments.refresh_after = 3600.0  # its cache stays as it is now: noop on
+    assert other.environments.context(None).settings.deploy_noop is True
+    first.facades.environments.set_setting(LOCAL, "deploy_noop", False)
+    first.stop()  # gives its agent names back: the other agent claims the requeued resources
+    assert statuses(other) == {"pending"}
+    assert other.environments.context(None).settings.deploy_noop is True  # still stale
+
+    other.processing.drain()
+    assert statuses(other) == {"deployed"}
+    assert get(other, "router", router.id).state == "up"
+    assert (state_dir / "routers/r1.conf").read_text() == "motd=hello"
