@@ -122,6 +122,9 @@ class _Child:
         )
         self.process.start()
         theirs.close()
+        #: ``kill`` may come from the pool's ``stop`` and from the thread that holds this child
+        self._kill_lock = threading.Lock()
+        self._closed = False
 
     @property
     def pid(self) -> int | None:
@@ -150,11 +153,20 @@ class _Child:
         """What the process wrote of its threads (asked by ``where``, or as it crashed)."""
         return Path(self.dump_path).read_text(errors="replace")
 
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.join(5)
-        self.conn.close()
-        Path(self.dump_path).unlink(missing_ok=True)
+    def kill(self, *, release: bool = True) -> None:
+        """Kill the process; with ``release``, also close the pipe and remove the dump file.
+
+        Only the thread that holds the child (or the pool, for an idle one) releases: closing a
+        pipe another thread still reads would free its descriptor number for reuse under that
+        reader. Safe to call more than once, from any thread."""
+        with self._kill_lock:
+            if self.process.exitcode is None:
+                self.process.kill()
+                self.process.join(5)
+            if release and not self._closed:
+                self._closed = True
+                self.conn.close()
+                Path(self.dump_path).unlink(missing_ok=True)
 
 
 class CompilePool:
@@ -197,12 +209,13 @@ class CompilePool:
             self._warming.join()
         with self._cond:
             self._stopped = True
+            idle = set(self._idle)
             children = list(self._children)
             self._children.clear()
             self._idle.clear()
             self._cond.notify_all()
-        for child in children:
-            child.kill()
+        for child in children:  # a busy one's thread sees it die and releases it (``_checkin``)
+            child.kill(release=child in idle)
 
     def pids(self) -> list[int]:
         """The process ids of the compile processes alive now."""
@@ -254,7 +267,11 @@ class CompilePool:
         if clock is not None:
             clock.delegated = True
         try:
-            child.conn.send(job)
+            try:
+                child.conn.send(job)
+            except OSError:  # it died before it took the job (or the pool stops)
+                self._died(child, last=last)
+                return None
             if not wait([child.conn], timeout=max(0.0, deadline - time.monotonic())):
                 if clock is not None:  # the limit was the model's; recording its failure gets its own
                     clock.restart()
@@ -268,23 +285,28 @@ class CompilePool:
             try:
                 answer: tuple[Any, ...] = child.conn.recv()
             except (EOFError, OSError):
-                child.process.join(5)
-                code = child.process.exitcode
-                if self._stopped:
-                    raise PoolStopped("the compile processes were stopped") from None
-                if not last:
-                    return None
-                raise CompileCrashed(
-                    f"the compile process died (exit code {code}) before it answered",
-                    exit_code=code,
-                    traceback=child.written() or "(the compile process did not say where it was)",
-                ) from None
+                self._died(child, last=last)
+                return None
             healthy = answer[0] != "memory"  # after a refused allocation: a fresh process
             return answer
         finally:
             if clock is not None:
                 clock.delegated = False
             self._checkin(child, healthy)
+
+    def _died(self, child: _Child, *, last: bool) -> None:
+        """``child`` died holding a job: return to send the job again, else raise why not."""
+        child.process.join(5)
+        code = child.process.exitcode
+        if self._stopped:
+            raise PoolStopped("the compile processes were stopped") from None
+        if not last:
+            return None
+        raise CompileCrashed(
+            f"the compile process died (exit code {code}) before it answered",
+            exit_code=code,
+            traceback=child.written() or "(the compile process did not say where it was)",
+        ) from None
 
     def _checkout(self) -> _Child:
         with self._cond:

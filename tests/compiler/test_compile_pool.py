@@ -3,15 +3,17 @@ an edited model is reloaded in the compile process, a model built in code stays 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lsm.compiler.isolation import CompilePool
+from lsm.compiler.isolation import CompilePool, PoolStopped
 from lsm.errors import ModelError
 from lsm.inventory.settings import EnvironmentSettings
 from lsm.model import Model, load_model, refine
+from tests.waiting import wait_until
 
 MODEL = """
 import lsm
@@ -101,4 +103,31 @@ def test_a_model_built_in_code_is_refined_in_the_thread(pool: CompilePool, tmp_p
     built = Model(bindings=loaded.bindings, implementations=loaded.implementations, source="in-code")
     result = pool.refine(built, _instances("a"), EnvironmentSettings())
     assert result.resource_count == 1
+    assert pool.pids() == []
+
+
+def test_stopping_the_pool_under_a_waiting_compile_gives_it_pool_stopped(tmp_path: Path) -> None:
+    """The pool's ``stop`` and the thread that holds a compile process both end that process:
+    the thread gets ``PoolStopped`` (its work goes back to the queue), never an error of the
+    pipe that the other side closed, and every process is gone."""
+    path = tmp_path / "slow.py"
+    path.write_text(MODEL.replace('raise ValueError("no crate for a broken box")', "time.sleep(60)"))
+    path.write_text("import time\n" + path.read_text())
+    model = load_model(str(path), reload=True)
+    pool = CompilePool(1)
+    raised: list[BaseException] = []
+
+    def compile_broken() -> None:
+        try:
+            pool.refine(model, _instances("broken"), EnvironmentSettings())
+        except BaseException as exc:  # the assertion below names what came
+            raised.append(exc)
+
+    worker = threading.Thread(target=compile_broken)
+    worker.start()
+    wait_until(lambda: pool.busy_pids(), "the compile process is busy")
+    pool.stop()
+    worker.join(30)
+    assert not worker.is_alive()
+    assert [type(exc) for exc in raised] == [PoolStopped]
     assert pool.pids() == []
