@@ -12,8 +12,9 @@ Two queues in one table, so that neither kind waits behind the other:
   covers them all); with ``batched_partial_compiles`` every pending partial request merges into
   one compile over the union of their ids. Merged requests point to the leader
   (``merged_into``) and end with its status and version. An exporting request still
-  ``running`` when the lock is taken belongs to a worker that died (a live one would hold the
-  lock): it is taken over at once.
+  ``running`` when the lock is taken belongs to a worker that died, or to a live one whose lock
+  connection was cut: it is taken over once its lease expired, or at once when its process is
+  known to be gone (same host); a live holder's batch is waited for, not run twice.
 * **Validation** requests are claimed many at a time, oldest first, ``SKIP LOCKED`` on
   PostgreSQL so that several workers share them; ``lsm.compiler.validation`` runs those whose
   selections do not overlap as one compile. A validation whose lease expired (its worker died
@@ -135,7 +136,12 @@ class CompileQueue:
             return None  # it waits for the resume (checked in the claim's own transaction)
         state = sql.exporting_state(session, env_id, every=batched)
         if state.running:
-            self._take_over(session, state.running, now, after)
+            gone = [(r.id, r.attempts) for r in state.running if r.gone(now)]
+            if len(gone) < len(state.running):
+                # a live worker still runs one (it lost its lock connection, not its lease): the
+                # environment's exports stay one batch at a time, so wait for it to finish
+                return None
+            self._take_over(session, gone, now, after)
             # what was taken over is queued again (or failed): read what is queued now
             state = sql.exporting_state(session, env_id, every=batched)
         if not state.queued:
@@ -185,6 +191,7 @@ class CompileQueue:
         """Requests whose worker died: back to the queue, or failed once they killed too many
         (an exporting one is written on its instances: ``export_failed``, whose after-commit
         steps go to ``after``)."""
+        sql.lock_in_order(session, [i for i, _ in held])
         dead = [i for i, attempts in held if attempts >= self.max_attempts]
         sql.release(session, [i for i, attempts in held if attempts < self.max_attempts])
         for row_id, kind, env_id in sql.kinds(session, dead):
@@ -227,6 +234,7 @@ class CompileQueue:
         expires = self._expiry(utcnow())
         held: set[str] = set()
         with self.db.write() as session:
+            sql.lock_in_order(session, [i for batch in batches for i in batch.ids])
             for owner, owned in sorted(by_owner.items()):
                 held |= sql.renew(session, owner, [i for b in owned for i in b.ids], expires)
         return [batch for batch in batches if batch.leader.id not in held]
@@ -270,6 +278,8 @@ class CompileQueue:
         now = utcnow()
         status = CompileStatus(status)
         body = {**report, "worker": worker_of(batch.owner)} if batch.owner else report
+        if batch.merged:  # a leader and its followers: their rows in the one order (lock_in_order)
+            sql.lock_in_order(session, batch.ids)
         done = sql.finish(
             session,
             batch.leader.id,
@@ -350,6 +360,7 @@ class CompileQueue:
                 return
             except LeaseLost:
                 pass  # rolled back: find out which, one by one
+        sql.lock_in_order(session, [i for batch, _, _ in outcomes for i in batch.ids])
         for batch, status, report in outcomes:
             try:
                 with session.begin_nested():

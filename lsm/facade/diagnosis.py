@@ -30,7 +30,6 @@ Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,16 +41,15 @@ from lsm.deploy.agent import lease_name
 from lsm.inventory import deploy_queries, diagnosis_queries, halts
 from lsm.inventory.batches import aware
 from lsm.inventory.deploy_queries import DeployState
+from lsm.inventory.leases import owner_gone, process_gone
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.lifecycle import EXPORT_FAILED
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
-from lsm.services.leases import process_gone
 from lsm.services.singleton import NAME as SQLITE_WORKER
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")
-_OWNER = re.compile(r"@(?P<host>[^:/]+):(?P<pid>\d+):")
 
 
 def clock(at: datetime | None) -> str:
@@ -428,8 +426,7 @@ class Diagnosis:
         if row.lease_expires is None or row.lease_owner is None:
             return None
         expires = aware(row.lease_expires)
-        match = _OWNER.search(row.lease_owner)
-        gone = match is not None and process_gone({"host": match["host"], "pid": int(match["pid"])})
+        gone = owner_gone(row.lease_owner)
         if expires > self.now and not gone:
             return None
         holder = f"{row.lease_owner} since {clock(row.started_at)}"

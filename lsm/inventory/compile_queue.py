@@ -22,7 +22,9 @@ from sqlalchemy import bindparam, case, func, literal, text, union_all, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
+from lsm.inventory.batches import aware
 from lsm.inventory.halts import lsm_halt
+from lsm.inventory.leases import owner_gone
 from lsm.inventory.tables import CompileRow
 from lsm.schemas.compiles import CompileKind, CompileStatus
 
@@ -67,11 +69,28 @@ def environments_with_work(session: Session) -> list[Pending]:
 
 
 @dataclass(frozen=True)
+class Running:
+    """A running exporting request as a claim sees it: who holds it, until when."""
+
+    id: str
+    attempts: int
+    owner: str | None
+    expires: datetime | None
+
+    def gone(self, now: datetime) -> bool:
+        """Its holder stopped renewing (the lease expired) or its process is gone (this host)."""
+        if self.expires is None or self.owner is None or aware(self.expires) <= now:
+            return True
+        return owner_gone(self.owner)
+
+
+@dataclass(frozen=True)
 class ExportingState:
     """What an exporting claim decides on, read in one statement (``exporting_state``)."""
 
-    #: running exporting requests (a dead worker's: the claim holds the compile lock): id, attempts
-    running: list[tuple[str, int]]
+    #: running exporting requests (the claim holds the compile lock, so their worker died or
+    #: lost its lock connection while it still runs them: ``Running.gone`` tells which)
+    running: list[Running]
     #: queued exporting requests, oldest first: all of them, or only the first (``every=False``)
     queued: list[Queued]
     #: the oldest queued full request, if any
@@ -123,7 +142,7 @@ _WITH_WORK = _with_work_query()
 def _exporting_state_query(*, every: bool) -> Any:
     """Three keyed reads on ``ix_lsm_compile_queue`` as one statement (one round trip)."""
     env = bindparam("b_env", type_=_t.c.env_id.type)
-    columns = (_t.c.id, _t.c.kind, _t.c.created_at, _t.c.attempts)
+    columns = (_t.c.id, _t.c.kind, _t.c.created_at, _t.c.attempts, _t.c.lease_owner, _t.c.lease_expires)
     oldest = (_t.c.created_at.asc(), _t.c.id.asc())
     running = sa_select(*columns, literal("r").label("part"), literal(0).label("pos")).where(
         _t.c.env_id == env, _t.c.status == RUNNING, _t.c.kind.in_(EXPORTING)
@@ -148,17 +167,15 @@ _EXPORTING_STATE = {every: _exporting_state_query(every=every) for every in (Fal
 
 def exporting_state(session: Session, env_id: str, *, every: bool) -> ExportingState:
     """The running exporting requests, the queued ones (``every``: all, else the oldest) and
-    the oldest queued full one of ``env_id``, in one round trip. The running ones are called
-    for under the environment's compile lock: they belong to a worker that died, since a live
-    one would hold the lock."""
-    running: list[tuple[str, int]] = []
+    the oldest queued full one of ``env_id``, in one round trip."""
+    running: list[Running] = []
     queued: list[tuple[int, Queued]] = []
     first_full: Queued | None = None
-    for row_id, kind, created_at, attempts, part, pos in session.connection().execute(
+    for row_id, kind, created_at, attempts, owner, expires, part, pos in session.connection().execute(
         _EXPORTING_STATE[every], {"b_env": env_id}
     ):
         if part == "r":
-            running.append((row_id, attempts))
+            running.append(Running(row_id, attempts, owner, expires))
         elif part == "q":
             queued.append((pos, Queued(row_id, CompileKind(kind), created_at)))
         else:
@@ -251,11 +268,27 @@ def kinds(session: Session, ids: Sequence[str]) -> list[tuple[str, str, str]]:
     return [(r[0], r[1], r[2]) for r in session.execute(query)]
 
 
+def lock_in_order(session: Session, ids: Sequence[str]) -> None:
+    """Lock the rows of ``ids`` in id order (PostgreSQL; SQLite has one writer at a time).
+
+    Why: a worker's heartbeat renews the leases of all it runs while its runner threads finish
+    batches (a leader and the requests merged into it, a round of validations) and other
+    workers take over what expired. Each writes several requests' rows in one transaction;
+    taken in statement order, two of them could each hold a row the other waits for. Every
+    writer of several rows therefore takes them first, in this one order.
+    """
+    if not ids or session.connection().dialect.name == "sqlite":
+        return
+    session.execute(
+        sa_select(_t.c.id).where(_t.c.id.in_(sorted(set(ids)))).order_by(_t.c.id).with_for_update()
+    )
+
+
 def renew(session: Session, owner: str, ids: Sequence[str], expires: datetime) -> set[str]:
     """Extend ``owner``'s leases on ``ids`` in one statement; the ids it still held.
 
-    One statement per lease token (not per request), rows in id order: a heartbeat over a
-    hundred running validations stays one round trip and takes its row locks in a stable order.
+    One statement per lease token (not per request): a heartbeat over a hundred running
+    validations stays one round trip. The caller locks the rows first (``lock_in_order``).
     """
     if not ids:
         return set()
@@ -362,7 +395,7 @@ def finish_fenced(session: Session, finishes: Sequence[Finish], *, now: datetime
     """
     if not finishes:
         return True
-    params = [
+    params = [  # in id order, the order every writer of several requests takes their rows in
         {
             "b_id": f.row_id,
             "b_owner": f.owner,
@@ -371,7 +404,7 @@ def finish_fenced(session: Session, finishes: Sequence[Finish], *, now: datetime
             "b_report": f.report,
             "b_dsv": f.desired_state_version,
         }
-        for f in finishes
+        for f in sorted(finishes, key=lambda f: f.row_id)
     ]
     connection = session.connection()
     result = connection.execute(_FINISH_FENCED, params)

@@ -7,6 +7,7 @@ Why rows and not advisory locks: a lease must also work on SQLite, and must say 
 from __future__ import annotations
 
 import os
+import re
 import socket
 from datetime import datetime, timedelta
 from typing import Any
@@ -85,6 +86,18 @@ def process_gone(info: dict[str, Any]) -> bool:
     except PermissionError:
         return False
     return False
+
+
+#: the process part of an owner name (``lsm.services.leases.process_identity``:
+#: ``role@host:pid:nonce``, a claim's token adds ``/nonce``)
+_OWNER = re.compile(r"@(?P<host>[^:/]+):(?P<pid>\d+):")
+
+
+def owner_gone(owner: str) -> bool:
+    """``process_gone`` for an owner name (a claim's ``lease_owner``): False when the name does
+    not say which process holds it."""
+    match = _OWNER.search(owner)
+    return match is not None and process_gone({"host": match["host"], "pid": int(match["pid"])})
 
 
 def live_holders(session: Session, names: list[str], *, now: datetime) -> set[str]:

@@ -18,6 +18,7 @@ from lsm.inventory.metric_counters import lsm_metric_failed_export
 from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
 from lsm.runtime.wiring import ApiRuntime, WorkerProcessing
 from tests.models import claims
+from tests.owners import dead_owner
 from tests.waiting import wait_until
 
 HUNG = RequestContext.local("hung")
@@ -64,7 +65,7 @@ def test_an_export_whose_worker_died_too_often_fails_the_instances_it_was_to_exp
     export = engine.facades.compiles.request_compile(LOCAL, kind="full")
     env = engine.facades.environments.get_environment(LOCAL).id
     for n in range(queue.max_attempts):  # claimed, and its worker killed, every time
-        claimed = queue.claim_exporting(env, queue.new_owner(f"dead-{n}"), batched=True)
+        claimed = queue.claim_exporting(env, queue.new_owner(dead_owner(f"dead-{n}")), batched=True)
         assert claimed is not None and claimed.leader.id == export.id
     processing.drain()  # the next claim takes it over: failed, written on the instance
     assert engine.facades.compiles.get_compile(LOCAL, export.id).report["error"]["error"] == "worker_died"

@@ -14,6 +14,8 @@ from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enque
 from lsm.inventory.database import Database
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind
+from lsm.services.leases import process_identity
+from tests.owners import dead_owner
 
 ENV = "env-1"
 
@@ -80,9 +82,9 @@ def test_an_export_left_running_by_a_dead_worker_is_taken_over_then_failed_after
 ) -> None:
     (export,) = queue_up(db, order(CompileKind.PARTIAL, "a"))
     queue = CompileQueue(db, max_attempts=2)
-    first = queue.claim_exporting(ENV, queue.new_owner("dead-1"), batched=True)
+    first = queue.claim_exporting(ENV, queue.new_owner(dead_owner("dead-1")), batched=True)
     assert first is not None  # ... and its worker dies: the next lock holder finds it running
-    second = queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True)
+    second = queue.claim_exporting(ENV, queue.new_owner(dead_owner("dead-2")), batched=True)
     assert second is not None and second.leader.id == export
     assert row(db, export).attempts == 2
     with pytest.raises(LeaseLost):  # the first worker, if it ever came back, can not finish it
@@ -233,3 +235,39 @@ def test_which_environments_have_work_is_read_off_the_queue_as_it_is(
         )
     with db.read() as session:
         assert environments_with_work(session) == expected
+
+
+def test_an_export_of_a_live_worker_that_lost_its_lock_is_waited_for_not_run_twice(db: Database) -> None:
+    """A live worker whose lock connection was cut still renews its lease: the next lock holder
+    waits for its batch (one batch at a time, no attempt counted) until the lease expires."""
+    (export,) = queue_up(db, order(CompileKind.PARTIAL, "a"))
+    queued_later = queue_up(db, order(CompileKind.PARTIAL, "b"))
+    queue = CompileQueue(db, max_attempts=2)
+    live = queue.claim_exporting(ENV, queue.new_owner(process_identity("lsm-worker")[0]), batched=False)
+    assert live is not None and live.leader.id == export
+    assert queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True) is None
+    assert (row(db, export).status, row(db, export).attempts) == ("running", 1)
+    assert row(db, queued_later[0]).status == "queued"
+    assert queue.renew([live]) == []  # still its holder's
+
+    with db.write() as session:  # its holder stops renewing
+        stale = session.get(CompileRow, export)
+        assert stale is not None
+        stale.lease_expires = utcnow() - timedelta(seconds=1)
+        session.add(stale)
+    taken = queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True)
+    assert taken is not None and set(taken.ids) == {export, *queued_later}
+    with pytest.raises(LeaseLost):
+        queue.finish(live, status="success", report={})
+
+
+def test_an_export_of_a_process_gone_from_this_host_is_taken_over_before_its_lease_expires(
+    db: Database,
+) -> None:
+    (export,) = queue_up(db, order(CompileKind.PARTIAL, "a"))
+    queue = CompileQueue(db, lease_ttl=3600.0)
+    killed = queue.claim_exporting(ENV, queue.new_owner(dead_owner("lsm-worker")), batched=True)
+    assert killed is not None
+    taken = queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True)
+    assert taken is not None and taken.leader.id == export
+    assert row(db, export).attempts == 2

@@ -12,6 +12,7 @@ from lsm.inventory.database import Database
 from lsm.inventory.metric_counters import lsm_metric_compile, lsm_metric_compile_stage
 from lsm.schemas.compiles import CompileKind
 from tests.compiler.test_queue import ENV, order, queue_up
+from tests.owners import dead_owner
 
 
 def compiles(db: Database) -> dict[tuple[str, str], int]:
@@ -46,8 +47,8 @@ def test_a_batch_counts_once_with_its_stage_times(db: Database) -> None:
 def test_a_lost_lease_counts_nothing_and_a_dead_worker_counts_as_failed(db: Database) -> None:
     queue_up(db, order(CompileKind.PARTIAL, "a"))
     queue = CompileQueue(db, max_attempts=2)
-    first = queue.claim_exporting(ENV, queue.new_owner("dead-1"), batched=True)
-    second = queue.claim_exporting(ENV, queue.new_owner("w2"), batched=True)
+    first = queue.claim_exporting(ENV, queue.new_owner(dead_owner("dead-1")), batched=True)
+    second = queue.claim_exporting(ENV, queue.new_owner(dead_owner("dead-2")), batched=True)
     assert first is not None and second is not None
     with pytest.raises(LeaseLost):
         queue.finish(first, status="success", report={"timings": {"total": 9.0}})
