@@ -17,6 +17,12 @@ model (each ``nothing`` order refines into one ``std::Null`` on one of ten agent
   died) is ``up``. Reports the time from the last restart to all ``up`` (the default repair
   interval is 600 s: a figure under it means no order waited for the repair).
 
+* ``--case terminate`` (PostgreSQL): the ``burst`` processes; orders spread over ``--span``
+  seconds while every connection to the database is cut (``pg_terminate_backend``) ``--kills``
+  times. Reports what each cut closed, the answers other than 200 (a cut costs a request a 503
+  with ``Retry-After`` at worst, never a 500), the time to all ``up`` after the burst, and the
+  logs' deadlocks and tracebacks.
+
 Every wait is bounded by ``--timeout``; every process started is stopped at the end. The test
 suite runs the same code at a small size (tests/runtime/test_agent_faults.py).
 """
@@ -39,7 +45,7 @@ from typing import Any
 
 import httpx
 from rich.console import Console
-from sqlalchemy import func, select
+from sqlalchemy import create_engine, func, make_url, select, text
 from sqlmodel import col
 
 from benchmarks import report
@@ -235,6 +241,9 @@ class FaultOptions:
     timeout: float = 600.0
     database_url: str | None = None
     workdir: Path | None = None
+    #: ``--lease-ttl`` of workers and agents (``None``: their default); short leases make
+    #: renewals, expiries and take-overs race under the burst
+    lease_ttl: float | None = None
 
 
 def run_burst(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
@@ -310,6 +319,66 @@ def run_kills(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
     }
 
 
+def terminate_backends(url: str) -> int:
+    """``pg_terminate_backend`` of every connection to the database of ``url`` (but this one):
+    how many were cut."""
+    database = make_url(url).database
+    admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            cut = conn.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = :db AND pid <> pg_backend_pid()"
+                ),
+                {"db": database},
+            ).scalar_one()
+    finally:
+        admin.dispose()
+    return int(cut)
+
+
+def run_terminate(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
+    """The ``terminate`` scenario (PostgreSQL): the ``burst`` processes, orders spread over
+    ``--span`` seconds, and every backend of the database cut ``--kills`` times meanwhile."""
+    if not cluster.url.startswith("postgresql"):
+        raise BenchmarkError("--case terminate needs --database-url postgresql://...")
+    cluster.start_server(worker=False)
+    for n in range(options.workers):
+        cluster.start_worker(n)
+    for n in range(options.agents):
+        cluster.start_agent(n)
+    cluster.wait_agents(options.agents, time.monotonic() + 120.0)
+    names = [f"t{i}" for i in range(options.orders)]
+    cuts: list[dict[str, float]] = []
+
+    async def burst_and_cut() -> dict[str, Any]:
+        orders = asyncio.create_task(
+            send_orders(cluster.base_url, names, concurrency=options.concurrency, span=options.span)
+        )
+        began = time.monotonic()
+        for k in range(1, options.kills + 1):
+            await asyncio.sleep(max(0.0, began + options.span * k / (options.kills + 1) - time.monotonic()))
+            cut = await asyncio.to_thread(terminate_backends, cluster.url)
+            cuts.append({"at_s": round(time.monotonic() - began, 3), "connections": cut})
+        return await orders
+
+    sent = asyncio.run(burst_and_cut())
+    burst_end = time.monotonic()
+    states = cluster.wait_all_up(burst_end + options.timeout, cluster.check_alive)
+    return {
+        "orders": options.orders,
+        "cuts": cuts,
+        "accepted": len(sent["accepted"]),
+        "order_errors": sent["errors"],
+        "burst_s": sent["seconds"],
+        "all_up_after_burst_s": round(time.monotonic() - burst_end, 3),
+        "instances": dict(states),
+        "resources": dict(cluster.counts()[1]),
+        "problems": cluster.problems(),
+    }
+
+
 def run_faults(options: FaultOptions) -> dict[str, Any]:
     out: dict[str, Any] = {"scenario": options.scenario, "backend": backend_name(options.database_url)}
     if options.workdir is not None:
@@ -319,8 +388,8 @@ def run_faults(options: FaultOptions) -> dict[str, Any]:
         fresh_database_url(options.database_url, options.workdir, "faults") as url,
         Processes(Path(tmp), cwd=Path(tmp)) as processes,
     ):
-        cluster = Cluster(processes, url)
-        run = run_burst if options.scenario == "burst" else run_kills
+        cluster = Cluster(processes, url, lease_ttl=options.lease_ttl)
+        run = {"burst": run_burst, "kills": run_kills, "terminate": run_terminate}[options.scenario]
         try:
             out.update(run(cluster, options))
         finally:
@@ -338,17 +407,24 @@ def add_faults_parser(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    faults.add_argument("--case", choices=("burst", "kills"), default="burst", help="which fault case")
+    faults.add_argument(
+        "--case", choices=("burst", "kills", "terminate"), default="burst", help="which fault case"
+    )
     faults.add_argument("--orders", type=int, default=2_500, help="orders in the burst (default 2500)")
     faults.add_argument("--agents", type=int, default=2, help="lsm agent processes (burst)")
     faults.add_argument("--workers", type=int, default=2, help="lsm worker processes (burst)")
-    faults.add_argument("--kills", type=int, default=4, help="kill -9 of the server (kills)")
-    faults.add_argument("--span", type=float, default=30.0, help="seconds the orders and kills take (kills)")
+    faults.add_argument(
+        "--kills", type=int, default=4, help="kill -9 of the server (kills), connection cuts (terminate)"
+    )
+    faults.add_argument(
+        "--span", type=float, default=30.0, help="seconds the orders and kills take (kills, terminate)"
+    )
     faults.add_argument("--concurrency", type=int, default=50, help="requests in flight")
     faults.add_argument("--timeout", type=float, default=600.0, help="bound of the wait for all up (s)")
     faults.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
     faults.add_argument("--workdir", type=Path, default=None, help="where SQLite files and logs go")
     faults.add_argument("--json", type=Path, default=None, help="result file")
+    faults.add_argument("--lease-ttl", type=float, default=None, help="lease of workers and agents (s)")
 
 
 def run_faults_command(args: argparse.Namespace, argv: list[str]) -> int:
@@ -365,6 +441,7 @@ def run_faults_command(args: argparse.Namespace, argv: list[str]) -> int:
         timeout=args.timeout,
         database_url=args.database_url,
         workdir=args.workdir,
+        lease_ttl=args.lease_ttl,
     )
     status = 0
     try:
