@@ -15,15 +15,19 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from lsm_handlers.config import config_handlers
+from pydantic import Field
 
 import lsm
+
+MAX_HOSTS = 250 * 250
 
 
 class Network(lsm.ServiceEntity):
     """A network of identical hosts, deployed by the agent named after the network."""
 
-    name: str
-    hosts: Annotated[int, lsm.rw_plus] = 5
+    name: lsm.Name
+    #: the hosts' addresses are ``10.0.<i // 250>.<i % 250 + 1>``: the plan holds 250 x 250
+    hosts: Annotated[int, lsm.rw_plus, Field(ge=0, le=MAX_HOSTS)] = 5
 
 
 network = lsm.Binding(Network, lifecycle="simple", name="network", identity="name")

@@ -31,13 +31,13 @@ class Router(lsm.ServiceEntity):
     """A router managed through its management address."""
 
     mgmt_ip: str
-    name: Annotated[str, lsm.rw_plus]
+    name: Annotated[lsm.Name, lsm.rw_plus]
 
 
 class Port(lsm.ServiceEntity):
     """A port of a router; it lives and dies with its router."""
 
-    name: str
+    name: lsm.Name
     router: lsm.Ref[Router]
     mtu: Annotated[int, lsm.rw_plus] = 1500
     vlan: Annotated[int | None, lsm.rw_plus] = None

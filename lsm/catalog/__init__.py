@@ -4,6 +4,7 @@ from lsm.catalog.binding import Binding
 from lsm.catalog.catalog import Catalog
 from lsm.catalog.entity import AttributeInfo, ServiceEntity
 from lsm.catalog.modifiers import Modifier, r, rw, rw_plus
+from lsm.catalog.names import Name
 from lsm.catalog.references import Ref, Reference
 from lsm.catalog.validation import (
     identity_value,
@@ -18,6 +19,7 @@ __all__ = [
     "Binding",
     "Catalog",
     "Modifier",
+    "Name",
     "Ref",
     "Reference",
     "ServiceEntity",

@@ -133,3 +133,40 @@ def test_the_example_refuses_a_long_host_with_a_422_and_its_validation_refuses_a
             assert full_compile(engine, http)["status"] == "success"
     finally:
         engine.stop()
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_an_lsm_name_too_long_for_a_target_is_refused_at_the_order_naming_the_field_and_limit(
+    engine_factory: Any,
+) -> None:
+    """``lsm.Name`` (the examples' router and port names): counted in bytes of UTF-8, so 128
+    two-byte characters (256 bytes) are refused and 255 bytes are taken; nothing of a refused
+    order is stored."""
+    engine = engine_factory(str(EXAMPLES / "router_port"))
+    with served_url(engine) as url, httpx.Client(base_url=url, timeout=30) as http:
+        routers = "/lsm/v1/service_inventory/router"
+        refused = http.post(routers, json={"attributes": {"mgmt_ip": "10.0.0.1", "name": "é" * 128}})
+        assert refused.status_code == 422, refused.text
+        (error,) = refused.json()["errors"]
+        assert error["path"] == "name" and "256 bytes" in error["reason"] and "255" in error["reason"]
+        assert http.get(routers).json() == []
+        taken = http.post(routers, json={"attributes": {"mgmt_ip": "10.0.0.1", "name": "é" * 127 + "a"}})
+        assert taken.status_code == 200, taken.text
+        port = {"name": "x" * 256, "router": taken.json()["id"]}
+        refused_port = http.post("/lsm/v1/service_inventory/port", json={"attributes": port})
+        assert refused_port.status_code == 422 and "name" in refused_port.text
+
+
+def test_a_host_count_beyond_the_networks_address_plan_is_refused_at_the_order(engine_factory: Any) -> None:
+    """M8's order (``hosts = 10**8`` on examples/networks) is a 422 naming ``hosts`` and its
+    bound, not a compile that eats memory until its limit."""
+    engine = engine_factory(str(EXAMPLES / "networks"))
+    with served_url(engine) as url, httpx.Client(base_url=url, timeout=30) as http:
+        networks = "/lsm/v1/service_inventory/network"
+        refused = http.post(networks, json={"attributes": {"name": "n0", "hosts": 10**8}})
+        assert refused.status_code == 422, refused.text
+        (error,) = refused.json()["errors"]
+        assert error["path"] == "hosts" and "62500" in error["reason"]
+        assert http.post(networks, json={"attributes": {"name": "n0", "hosts": 62_500}}).status_code == 200
