@@ -359,7 +359,7 @@ class Orchestrator:
         anything that needs the lock), and the batch then runs under the lock as always.
 
         Why: on SQLite a validation round's apply held the write lock for its reads, checks
-        and steps (about 1 ms an outcome, twice its CPU time under a burst) while the API's
+        and steps (longer than its own CPU time, as it competed for the GIL) while the API's
         group commit waited. Its transaction now only checks the rows' versions and writes.
         """
         if not all(isinstance(c, Auto | ValidationOutcome | ResourceOutcome) for c in commands):
