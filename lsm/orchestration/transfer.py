@@ -184,7 +184,7 @@ class Orchestrator:
         """
         group = self.group
         if group is None:
-            raise RuntimeError("execute_async needs group commit (Orchestrator(group_commit=True))")
+            raise RuntimeError("execute_async needs group commit (Orchestrator.enable_group_commit())")
         origin = origin or SYSTEM
         with _identity_conflicts():
             outcome, chained = await group.run_async(
