@@ -10,7 +10,8 @@ status it maps to and a short ``kind`` used in the API error body
     LsmError (500 internal)
     ├── NotFound (404 not_found)
     │   ├── UnknownEnvironment, UnknownEntity, UnknownInstance
-    │   ├── UnknownVersion, UnknownCompile, UnknownLifecycle, UnknownSelector, UnknownResource
+    │   ├── UnknownVersion, UnknownCompile, UnknownLifecycle, UnknownSelector, UnknownResource,
+    │   │   UnknownResourceSet
     ├── Conflict (409 conflict)
     │   ├── VersionConflict          current_version mismatch
     │   ├── TransferNotAllowed       no transfer for that trigger in this state (lists allowed)

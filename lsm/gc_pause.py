@@ -1,8 +1,8 @@
 """``gc_paused()``: the cyclic garbage collector off while a compile allocates what it keeps.
 
 Why: a compile builds several objects per resource and keeps them all until it ends. That
-growth triggers collections that traverse the ever larger heap again and again: measured at
-about 30% of a 100k-network full compile (``benchmarks``, ``gc.callbacks``). Compiles create
+growth triggers collections that traverse the ever larger heap again and again, a large
+share of a big full compile (``benchmarks``, ``gc.callbacks``). Compiles create
 no reference cycles that need collecting meanwhile; the objects go by reference counting
 when the compile's result is dropped.
 
@@ -49,11 +49,10 @@ def freeze_startup_heap() -> None:
 
     Called by a long-running process (``lsm server``, ``lsm worker``, ``lsm agent``) once it is
     built: the app, models, schemas, catalog and SQLAlchemy's metadata live as long as the
-    process, yet every full collection traversed them again. In ``lsm server`` under the e2e
-    burst a full collection took 80-95 ms (two or three of them per 1,000 PATCHes, each
-    stopping the event loop and the group-commit writer, at times while it held the write
-    lock). Objects made later are collected as before; what is frozen is never freed, which
-    is what a process-long object needs.
+    process, yet every full collection traversed them again. In ``lsm server`` under a burst
+    of changes each full collection stopped the event loop and the group-commit writer, at
+    times while it held the write lock. Objects made later are collected as before; what is
+    frozen is never freed, which is what a process-long object needs.
     """
     gc.collect()
     gc.freeze()

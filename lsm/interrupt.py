@@ -1,7 +1,9 @@
 """``raise_in(thread, exc)``: stop Python code running in another thread.
 
-Why: a model compile or a deploy handler that overruns its time limit runs in a thread of
-ours, and Python has no way to kill a thread. ``PyThreadState_SetAsyncExc`` raises ``exc``
+Why: the engine's part of a compile (and a model built in code rather than loaded from a
+source, refined in the calling thread) or a deploy handler that overruns its time limit runs in
+a thread of ours, and Python has no way to kill a thread; a loaded model's code runs in a compile
+process, which is killed instead (``lsm.compiler.isolation``). ``PyThreadState_SetAsyncExc`` raises ``exc``
 in that thread at its next bytecode: an endless loop in Python stops there, and ``with`` and
 ``finally`` blocks on its way out still run. Code blocked inside C (a socket read without a
 timeout, a lock) sees it only when the call returns; callers therefore also stop waiting for

@@ -21,7 +21,7 @@ Example (pytest)::
 Why ``serve`` runs uvicorn on a real socket: ``httpx.ASGITransport`` is async-only, so the sync
 ``Client`` cannot use it; ``fastapi.testclient.TestClient``'s transport is private to Starlette
 and runs the app through an anyio portal, which is no closer to production than a server.
-uvicorn on ``127.0.0.1`` with a free port costs a few milliseconds, is the real server and also
+uvicorn on ``127.0.0.1`` with a free port costs little, is the real server and also
 lets the CLI (which takes a ``--url``) and subprocesses talk to the same engine. The async side
 has no such problem: ``async_client`` talks to the app in-process over ``httpx.ASGITransport``.
 """

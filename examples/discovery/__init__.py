@@ -1,7 +1,8 @@
 """Discovery and adoption: files that already exist become ``managed_file`` instances.
 
 Load it by path (``lsm.load_model("examples/discovery")``) with this directory as a lifecycle
-directory (it holds ``adoptable.yaml``). What it shows:
+directory (it holds ``adoptable.yaml``): ``lifecycle_dirs`` in ``lsm.toml``, as examples/README.md
+shows. What it shows:
 
 * a **discovery resource** in the model (``std::FileDiscovery``, bundled handler
   ``lsm_handlers.discovery``): a ``discovery`` instance produces one, and the agent's runs fill

@@ -4,9 +4,9 @@ Why here: ``std::File`` and the config-file handler both write files that other 
 the next ``read``) may open at any moment, and an agent may be killed mid-write. A temporary
 file in the same directory, renamed over the target, is atomic on POSIX.
 
-Why no ``fsync``: it made a first deploy of 10,000 files take 41 s instead of 5 s on this machine,
-and it buys durability across a power loss, not atomicity: readers never see a partial file
-either way. A file lost to a crash is drift, which the next deploy's ``read`` sees and repairs.
+Why no ``fsync``: it made a first deploy of many files several times slower, and it buys
+durability across a power loss, not atomicity: readers never see a partial file either way.
+A file lost to a crash is drift, which the next deploy's ``read`` sees and repairs.
 Pass ``durable=True`` where a write must survive a power loss once the deploy reports it.
 """
 

@@ -50,7 +50,7 @@ def model_json(model: BaseModel, status_code: int = 200) -> Response:
     """``model`` as the JSON answer, serialized once.
 
     Why: a route that returns a model has FastAPI validate it against the response model again
-    and then serialize it, about 0.15 ms per answer; the hottest route (PATCH of an instance,
+    and then serialize it, a cost paid on every answer; the hottest route (PATCH of an instance,
     hundreds a second under a burst) returns the facade's answer, which already is that model.
     The route keeps ``response_model=`` for its OpenAPI description. The models it is used
     with have no field aliases, so the body is the same as FastAPI's.

@@ -4,7 +4,7 @@ Why: a change route runs its facade call in a worker thread, and with group comm
 mostly waits for its batch's commit (``lsm.orchestration.group``). In the event loop's default
 thread pool (40 threads, shared with every sync route and the access checks) a burst of 1,000
 PATCHes held all 40 threads and queued the rest in front of every read: a GET of one instance
-waited for the whole burst (2.2 s, ``benchmarks e2e`` with a reader beside it). Changes now take
+waited for the whole burst (``benchmarks e2e`` with a reader beside it). Changes now take
 tokens of a limiter of their own, as many as one group-commit batch holds, so that a batch can
 fill while reads, the console and the access checks keep the default pool.
 
@@ -14,20 +14,16 @@ inside; only then do the middlewares, the routing, the dependencies (authenticat
 parsing and validation run for it. Its body is read before it waits (up to the body limit), so
 that a client that sends a body slowly never holds a place. Why: a burst arrives all at once.
 Without the door the event loop ran that work for every request of the burst before the first
-group commit could take the GIL for long (1,000 PATCHes: the first commit 0.73-0.78 s after the
-first request was sent), the compile worker had nothing to validate meanwhile, and a read
-waited behind the whole burst. With the door, the first batch is parsed and committed while the
-rest wait, and parsing the next batch overlaps the commit of the one before (the first commit
-after 0.37-0.41 s). ``benchmarks e2e --no-server-worker --workers 1``, four alternated pairs:
-PATCH p50 1.30-1.48 s became 1.00-1.33 s, the slowest read during the burst 508-602 ms became
-193-225 ms; the rate moved within its noise (353-386 against 359-392 updates/s). The answers
-are the same: the door only orders when a change starts.
+group commit could take the GIL for long, the compile worker had nothing to validate meanwhile,
+and a read waited behind the whole burst. With the door, the first batch is parsed and committed
+while the rest wait, and parsing the next batch overlaps the commit of the one before: the first
+commit comes sooner, and so do PATCH answers and reads during the burst, at the same rate
+(benchmarks/RESULTS.md). The answers are the same: the door only orders when a change starts.
 
 Two batches, not one: with one, the batch inside waited for the write lock (a worker's export
 holds it for tens of milliseconds) while the event loop had nothing to read, so each wait
-stalled the intake. With two, the loop reads the next batch meanwhile. Three alternated pairs,
-one batch against two: 397-412 against 417-446 updates/s, PATCH p50 1.08-1.13 s against
-0.92-0.97 s, p99 2.04-2.32 s against 1.80-1.96 s.
+stalled the intake. With two, the loop reads the next batch meanwhile: more updates per
+second and lower PATCH latency than with one (benchmarks/RESULTS.md).
 
 The limiter and the door's semaphore belong to the running event loop (anyio creates the
 limiter for the loop's backend); a server has one loop, tests may start several.

@@ -4,7 +4,7 @@ Why: an instance in ``creating``, ``update_inprogress`` or ``deleting`` moves on
 of its exported desired state finishes (its resource-based transfer). When the export itself
 fails (an export rule, a metaparameter, a model error, a time limit, a worker that died), no
 deploy ever comes, and without this the instance would wait for ever with a silent log
-(docs/semantics.md §6, "Nothing stranded").
+(docs/semantics.md §1, `export_failed`).
 
 ``ExportFailures.record`` is called by the compile queue in the transaction that records the
 request as failed (``CompileQueue.finish``, and the take-over of a request whose worker died

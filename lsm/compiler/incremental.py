@@ -1,9 +1,9 @@
 """Incremental full compiles: refine only the trees that changed, keep the others as stored.
 
 A full compile must store exactly what refining every exporting instance would give. Refining
-100,000 trees to rewrite one is what made it cost ~15 s; this module finds what changed and
-lets the runner refine only that, under the assumption partial compiles already make: *a
-tree's resources depend only on what the environment's selector selects for it*. Under that
+every tree of a large environment to rewrite one is what made it slow; this module finds what
+changed and lets the runner refine only that, under the assumption partial compiles already
+make: *a tree's resources depend only on what the environment's selector selects for it*. Under that
 assumption a tree whose instances (and everything its selection would see) are as they were
 when it was compiled refines into the resources stored for it, so it may be kept untouched
 (copy-on-write: no row written for it). Reasoning, point by point:
@@ -13,7 +13,7 @@ when it was compiled refines into the resources stored for it, so it may be kept
   and bumps ``version`` on every executed transfer (any attribute-set operation, state move,
   delete, validation allocation), so "changed" is: a live exporting instance whose pair
   differs from its record or has none (new), or a record whose instance is gone, deleted, or
-  moved on. Comparing all rows costs ~1 s at 100,000 instances, so only the instances with a
+  moved on. Comparing all rows grows with the inventory, so only the instances with a
   change marker are compared (``lsm.inventory.instance_changes``: a database trigger marks
   every written instance row, whoever writes it; a full compile removes the markers it leaves
   in sync). The changed instances, and the recorded roots of the gone ones, are handed to the
@@ -83,7 +83,7 @@ def environment_fingerprint(ctx: EnvironmentContext) -> str | None:
     """What a full compile's output depends on besides the inventory; ``None``: unknown.
 
     Every exporting compile needs it, so it is cached per model object, selector setting and
-    lifecycle objects (dumping the lifecycles costs milliseconds; a partial compile, ~10).
+    lifecycle objects (dumping the lifecycles would be a visible part of a partial compile).
     """
     specs = tuple(ctx.lifecycle(b) for b in ctx.catalog)
     key = (id(ctx.model), ctx.model.fingerprint, canonical_json(ctx.settings.selector), tuple(map(id, specs)))

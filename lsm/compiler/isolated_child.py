@@ -106,7 +106,7 @@ def run(job: Job) -> tuple[Any, ...]:
 
 def as_data(result: RefineResult) -> RefineResult:
     """``result`` with each resource as its ``ResourceData``: all the compiler reads of a resource
-    (its id, and the data it stores), and a tuple of plain values pickles several times faster
+    (its id, and the data it stores), and a tuple of plain values is far cheaper to pickle
     than the resource object. Shared lists and resources stay shared (the sets reuse the lists
     of single-instance trees), so nothing is sent twice."""
     data: dict[int, Any] = {}

@@ -528,8 +528,8 @@ def _complete_requested(batch: Batch) -> bool:
 
 
 def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[Row[Any]]:
-    """Only the columns a compile reads, as rows (attribute access like the ORM object, at a third
-    of its cost at 100k rows)."""
+    """Only the columns a compile reads, as rows (attribute access like the ORM object, at a
+    fraction of its cost on large inventories)."""
     if not states:
         return []
     query = sa_select(

@@ -1,7 +1,7 @@
 """Batched validation compiles: many validations in one run, each exactly as if it ran alone.
 
 Why: every order and every update is validated by a compile before it is promoted. Run one at
-a time, validations cap the throughput of the whole engine (about 20 per second), and no peer
+a time, validations cap the throughput of the whole engine, and no peer
 does better: Inmanta runs one validation compile per update. Yet a validation compile of an
 instance only sees its *selection* (its ownership tree, or what the selector adds); two
 validations whose selections share no instance can not influence each other.
@@ -109,7 +109,7 @@ class ValidationBatches:
         ``more`` claims the next requests inside the transaction that applies the last round
         (once nothing else is pending): they run next, without a claim transaction of their
         own; ``claimed`` is told of them once that transaction committed. Why: on SQLite each
-        claim waited for the write lock as long as an apply did (about 70 ms under a burst), and
+        claim waited for the write lock as long as an apply did under a burst, and
         the validations waited with it.
         """
         pending = list(batches)

@@ -160,8 +160,8 @@ def _fast_encoder() -> Callable[[Any], str]:
     """``_ENCODER.encode``, without its per-call cost when the interpreter allows.
 
     ``JSONEncoder.encode`` builds a new C encoder on every call; for the small attribute dicts
-    of a compile that is half the time (25,000 resources: ~140 ms against ~75 ms). So build the
-    C encoder once (``json.encoder.c_make_encoder``, what ``encode`` itself uses) and keep the
+    of a compile that is a large part of the time of encoding them. So build the C encoder
+    once (``json.encoder.c_make_encoder``, what ``encode`` itself uses) and keep the
     public path as the fallback if it is missing, has another signature, or disagrees on a
     sample. No circular-reference markers: a cycle ends in RecursionError, which
     ``encode_record`` reports like any other value JSON can not carry.

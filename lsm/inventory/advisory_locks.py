@@ -4,7 +4,7 @@ Why here: which locks a compile takes, and when, is the compiler's policy
 (``lsm.compiler.locks``); the statements that take them are the inventory's, the one layer that
 writes SQL. Both statements take a ``bigint[]`` of keys, so a set of locks is one round trip,
 and so are many sets (``try_advisory_sets``: a validation round locks the selections of all its
-validations at once, where a round trip per selection cost 75-130 ms a round on PostgreSQL).
+validations at once, where a round trip per selection made a round slow on PostgreSQL).
 """
 
 from __future__ import annotations

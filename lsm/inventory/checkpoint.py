@@ -3,11 +3,11 @@
 Why: in WAL mode a commit appends pages to the ``-wal`` file; once that file holds more than
 ``wal_autocheckpoint`` pages (1,000 by default), the committing connection copies them back
 into the database file and syncs it, before its commit returns and so while it still holds
-the database's one write lock. Under a burst that was about a fifth of every write
+the database's one write lock. Under a burst that was a sizeable part of every write
 transaction's hold in both the API and the compile worker (timed with cProfile around each
-write transaction: 0.44 s of commits in 2.3 s of holds per 1,000 updates), and every other
-writer waited for it. The copy needs no write lock: SQLite lets a *passive* checkpoint run
-beside readers and a writer, copying what every reader is done with.
+write transaction), and every other writer waited for it. The copy needs no write lock:
+SQLite lets a *passive* checkpoint run beside readers and a writer, copying what every reader
+is done with.
 
 So each process that writes starts one ``Checkpointer`` for its database: every committed
 write transaction pokes it, and it runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection of

@@ -101,12 +101,11 @@ def _with_work_query() -> Any:
     """Which environments have work, one index seek per environment and question.
 
     Why not ``SELECT DISTINCT env_id, status, kind``: that reads every entry of the active index,
-    one per queued or running request (0.5 ms with 2,000 of them, 7 ms with 20,000, on every
-    claim of every runner thread). Here a recursive query walks the distinct ``env_id`` of each
-    status by seeking past the last one found (``min(env_id) ... > previous``), then asks three
-    ``EXISTS`` per environment. Every subquery repeats the index's own condition
-    (``status IN ('queued', 'running')``) as literals: SQLite uses a partial index only when the
-    query's WHERE clause names its condition.
+    one per queued or running request, on every claim of every runner thread. Here a recursive
+    query walks the distinct ``env_id`` of each status by seeking past the last one found
+    (``min(env_id) ... > previous``), then asks three ``EXISTS`` per environment. Every subquery
+    repeats the index's own condition (``status IN ('queued', 'running')``) as literals: SQLite
+    uses a partial index only when the query's WHERE clause names its condition.
     """
     table, active = _t.name, f"status IN ('{QUEUED}', '{RUNNING}')"
     exporting = ", ".join(f"'{kind}'" for kind in EXPORTING)
@@ -253,8 +252,8 @@ def claim(
     )
     # ``model_construct``: the row is what the database returned, so nothing needs validating,
     # and a claimed row is a snapshot the worker reads, never added to a session. A table
-    # model's ``__init__`` (SQLAlchemy instrumentation per field) cost 56 us a row, most of a
-    # claim's time under a burst; this costs 7 us.
+    # model's ``__init__`` (SQLAlchemy instrumentation per field) was most of a claim's time
+    # under a burst; this costs a fraction of it.
     return {row.id: CompileRow.model_construct(**row._mapping) for row in result}
 
 

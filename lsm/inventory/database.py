@@ -246,7 +246,7 @@ def begin_immediate(dbapi_connection: Any, timeout: float) -> None:
     the lock was free after 2. With the API and a worker writing in turn (two processes: group
     commit only helps inside one), those naps were most of both processes' wait. Here the
     handler is off for the BEGIN alone and the lock is tried every 0.2 to 2 ms; every other
-    statement keeps the busy timeout (``PRAGMA busy_timeout`` costs about 2 us each way).
+    statement keeps the busy timeout (switching ``PRAGMA busy_timeout`` is cheap).
     After ``timeout`` seconds the last "database is locked" error is raised, as SQLite would.
     """
     deadline = time.monotonic() + timeout

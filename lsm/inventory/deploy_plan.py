@@ -140,8 +140,8 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
     # 1. the current rows written since the last plan (all current rows for a full plan)
     # The range term comes BEFORE the guard: SQLite seeks the index on the first lower bound of
     # a column it meets, and ``first_version > 0`` first made it walk every row of the
-    # environment (0.35 ms at 5,000 rows, 2.5 ms at 30,000, for a 1-row answer) instead of
-    # seeking to ``first_version > base`` (0.01 ms, flat).
+    # environment (growing with it, for a 1-row answer) instead of seeking to
+    # ``first_version > base`` (flat).
     since = [] if full else [ds_resource.c.first_version > base]
     current = select(
         ds_resource.c.resource_id,
@@ -161,7 +161,7 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
     if full:
         # a full plan reads the environment's state rows once: per chunk of ids, on a table that
         # this very transaction is filling, PostgreSQL without statistics scanned the environment
-        # for each chunk (57 ms per 500 ids at 10,000 rows: O(n^2) over a first deploy). Locked
+        # for each chunk (O(n^2) over a first deploy). Locked
         # in the global order (``lsm.inventory.deploy_claims``): agents write these rows too.
         existing = _existing(env_id).order_by(_state.c.resource_id)
         if conn.dialect.name == "postgresql":
@@ -349,8 +349,8 @@ def refresh_statistics(conn: Connection) -> bool:
     per batch. ANALYZE samples a bounded number of rows, so it costs the same at 1,000 or
     1,000,000 rows; it changes plans only, never results. Not ``lsm_resource_state``: its
     statistics would say "all pending" until autovacuum saw the deploy finish, and the claims
-    (a partial index on the open rows under a LIMIT) then planned sequential scans (a 1-set
-    change on 100,000 sets: 130 ms instead of 44); its keyed writes are per-row executemany,
+    (a partial index on the open rows under a LIMIT) then planned sequential scans, several
+    times slower for a 1-set change on a large base; its keyed writes are per-row executemany,
     which plan well without statistics. SQLite's plans here do not depend on statistics.
     Called by ``lsm.deploy.planner`` after the plan's commit when it wrote ``BULK_ROWS`` rows or more.
     """

@@ -111,8 +111,8 @@ def _claim_statements() -> tuple[Any, Any]:
     # Each test walks the requirer's edges (``lsm_resource_require`` by its key) and looks the
     # other end's status up by its primary key, as a scalar subquery: the plan is forced whatever
     # the statistics say. A join of ``dep`` and the edges left SQLite (no ANALYZE) free to scan
-    # ``dep`` by status (every pending row of the environment) per candidate row: 183 ms per
-    # 200-row claim at 10,000 pending resources.
+    # ``dep`` by status (every pending row of the environment) per candidate row: a claim then
+    # cost what is pending, not what it claims.
     def status_of(resource_id: Any, *, purged_only: bool) -> Any:
         found = select(dep.c.status).where(dep.c.resource_id == resource_id, dep.c.env_id == _req.c.env_id)
         if purged_only:  # NULL (matches nothing) when that resource is not purged
@@ -167,7 +167,7 @@ def _claim_statements() -> tuple[Any, Any]:
     # ``status`` is compared through ``coalesce`` so that no index on ``status`` can serve this
     # query: PostgreSQL without statistics for a new environment otherwise chose
     # ``(env_id, status, resource_id)`` and walked every deployed row of the environment per claim
-    # (21 ms at 30,000 rows, for no row), where the partial poll index holds only rows with a poll.
+    # (for no row), where the partial poll index holds only rows with a poll.
     polled = (
         select(*columns, literal(False).label("blocked"))
         .where(

@@ -71,9 +71,9 @@ def bulk_insert(
 
     The values are plain str/int (JSON is already text), so no SQLAlchemy type processing is
     needed and the rows go to the driver as tuples: ``executemany`` of the statement Core
-    compiles for ``insert(table)`` on SQLite (about half the cost of Core's per-dict
-    parameter processing), ``COPY`` on PostgreSQL from ``COPY_THRESHOLD`` rows on (several
-    times faster than multi-row INSERT), Core executemany below it.
+    compiles for ``insert(table)`` on SQLite (cheaper than Core's per-dict parameter
+    processing), ``COPY`` on PostgreSQL from ``COPY_THRESHOLD`` rows on (far cheaper than
+    multi-row INSERT), Core executemany below it.
     """
     if not rows:
         return

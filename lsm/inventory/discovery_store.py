@@ -154,9 +154,9 @@ def _managed(env_id: str) -> ColumnElement[bool]:
 
     A scalar subquery with ``LIMIT 1``, not ``EXISTS``: PostgreSQL turns ``[NOT] EXISTS`` in a
     WHERE clause into a (anti) join, and on tables without statistics yet (a new environment)
-    it then picks a nested loop over the environment's whole current version (1.6 s for a page
-    of 100 out of 10,000). A LIMIT subquery stays what it says: one keyed lookup in
-    ``ix_ds_resource_id`` per row looked at.
+    it then picks a nested loop over the environment's whole current version for every page.
+    A LIMIT subquery stays what it says: one keyed lookup in ``ix_ds_resource_id`` per row
+    looked at.
     """
     r = ds_resource.c
     found = (

@@ -14,7 +14,7 @@ What a scrape costs as the inventory grows (it must stay cheap at 100k instances
 * instances per entity and state: a ``GROUP BY`` over ``ix_lsm_instance_entity_state``, read
   from the index alone (deleted instances are counted in their state: an instance is deleted
   exactly when its state has the lifecycle's ``deleted`` flag, and filtering on the column
-  would read every table row, 20 times slower at 100k on SQLite), and
+  would read every table row, far slower on a large inventory on SQLite), and
   resources per status over ``ix_lsm_resource_state_status`` (index scans: linear in the
   inventory, but no table rows read on PostgreSQL once the visibility map is set; measured by
   ``python -m benchmarks metrics``);
@@ -135,7 +135,7 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
 def _queue(conn: Connection, now: datetime) -> list[QueueCount]:
     """Queued and running requests per environment, kind and status, with the oldest one's
     creation time. The condition is the partial index's own text, literal: with bound
-    parameters SQLite cannot prove the index applies and scans the history (30 ms at 100k)."""
+    parameters SQLite cannot prove the index applies and scans the history."""
     c = CompileRow.__table__  # type: ignore[attr-defined]
     query = (
         select(c.c.env_id, c.c.kind, c.c.status, func.count(), func.min(c.c.created_at))

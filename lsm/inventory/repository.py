@@ -134,7 +134,7 @@ def ids_in(ids: Sequence[str]) -> Any:
 
     Why: given ``env_id = ? AND id IN (...)`` with a long list, SQLite's planner (with or without
     ANALYZE) walks the ``(env_id, owner_id)`` index, i.e. reads every instance of the
-    environment: 18 ms for 500 ids among 40,000, growing with the inventory. By id alone it
+    environment, a cost that grows with the inventory. By id alone it
     takes the primary key. Ids are UUIDs; the check on the rows keeps environments apart.
     """
     return col(InstanceRow.id).in_(list(ids))
@@ -348,8 +348,8 @@ def take_step(row: InstanceRow, values: dict[str, Any]) -> None:
     the caller writes them with ``write_steps``.
 
     Why not the ORM's unit of work: a changed object costs its flush (change detection, the
-    UPDATE built per object) and, under a savepoint, its snapshot; a group-commit item paid about
-    0.2 ms for that, most of a PATCH's time under the database's write lock. The step's columns
+    UPDATE built per object) and, under a savepoint, its snapshot; for a group-commit item that
+    was most of a PATCH's time under the database's write lock. The step's columns
     are known, so one prebuilt UPDATE per step (an ``executemany`` per batch) writes the same
     row.
     """

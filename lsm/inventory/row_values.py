@@ -1,7 +1,7 @@
 """A table model's row as plain values, its defaults filled in, for Core inserts.
 
-Why: building a SQLModel table object costs 100-200 µs (pydantic looks at every default
-factory's signature on each construction) and its insert then goes through the ORM's unit of
+Why: building a SQLModel table object is costly (pydantic looks at every default factory's
+signature on each construction) and its insert then goes through the ORM's unit of
 work. The orchestration writes an event line and often a compile request on every transfer,
 hundreds per second under a burst, and nothing reads those objects back in the transaction that
 writes them: it inserts them as values (``row_values`` + one ``executemany`` per table) instead.

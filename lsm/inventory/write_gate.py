@@ -11,7 +11,7 @@ answers HTTP requests) before a background writer (a compile worker's round), as
 background writer has not waited ``patience`` seconds; after that it goes next. Why not plain
 first come, first served: in the embedded server (API and worker in one process, one GIL)
 taking turns one for one gains no parallelism, and split the worker's validation rounds into
-many small ones that cost more per update (222 -> 181-204 updates/s end to end). With the API
+many small ones that cost more per update (fewer updates per second end to end). With the API
 first, a burst is accepted quickly and the worker's rounds gather what queued meanwhile; the
 patience bound keeps compiles running under a sustained load.
 

@@ -15,8 +15,8 @@ in one transaction. A step runs for every instance change, from many threads at 
 * a step borrows a tiny model object from a pool, sets it to the instance's state, fires the
   trigger and returns the model. Models are never shared between threads while in use, and
   the machine itself is only read after it is built, so no lock is held on the hot path.
-  Measured: about 10 microseconds per step, nearly all inside ``transitions`` (a bare
-  ``Machine.get_transitions`` lookup costs 2, but would not run the machine's edges).
+  A step's time is nearly all inside ``transitions``; a bare ``Machine.get_transitions``
+  lookup would be cheaper, but would not run the machine's edges.
 
 Example::
 

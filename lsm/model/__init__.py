@@ -1,6 +1,7 @@
 """The model-author API: resources, implementations, service objects, ``lsm.all``, refinement.
 
-Pure Python, no I/O; imports only ``lsm.catalog``, ``lsm.lifecycle`` and ``lsm.errors``.
+Pure Python, no I/O; imports only ``lsm.catalog``, ``lsm.errors``, ``lsm.schemas`` (size limits)
+and ``lsm.gc_pause``.
 
 * ``resource``: ``Resource`` (``class Host(Resource, type="net::Host", id_attribute="name")``),
   ``shared(...)``, ``ResourceData``;

@@ -106,7 +106,7 @@ def refine(
 
     ``pause_gc``: the cyclic garbage collector is off while the run allocates its objects
     (about six per resource, all kept): collections triggered by that growth would traverse the
-    ever larger heap again and again, ~40% of a 100k-network refine. One young collection
+    ever larger heap again and again, a large share of a big refine. One young collection
     follows when it is back on. Nothing here creates cycles that need it meanwhile.
     """
     started = time.perf_counter()

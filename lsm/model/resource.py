@@ -13,8 +13,8 @@ keyword arguments; every resource has an ``agent`` (who deploys it) and a ``purg
 
 Why pydantic: attribute values are validated where the model author builds them, so a wrong
 value fails at the line that made it. Why so little else: a compile builds tens of thousands
-of resources (``25,000`` in well under 100 ms), so there is no per-instance hook; the id is
-computed on first use and cached in the instance ``__dict__``.
+of resources, each of which must cost next to nothing, so there is no per-instance hook; the
+id is computed on first use and cached in the instance ``__dict__``.
 
 ``requires`` holds other resources or resource ids; it is not an attribute (it is left out of
 ``attributes()``). This layer knows nothing of the desired-state store: ``to_data()`` gives a

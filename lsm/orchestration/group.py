@@ -49,9 +49,9 @@ item down the locked path, which gives the answer.
 A caller on an event loop (an API route) hands its work over with ``run_async`` instead of
 blocking a thread on ``run``: it awaits its answer on the loop, and the writer answers a whole
 batch's callers of one loop with ONE ``call_soon_threadsafe``. Why: a route used to lend a
-thread per change only to wait in it; the hand-offs to that thread and back cost 85 us of CPU per
-call in a microbenchmark (140 against 55 us with a future), and 64 waiting threads took turns
-at the GIL with the event loop and the writer.
+thread per change only to wait in it; the hand-offs to that thread and back cost more CPU per
+call than awaiting a future, and a batch's waiting threads took turns at the GIL with the event
+loop and the writer.
 """
 
 from __future__ import annotations

@@ -184,7 +184,7 @@ class Orchestrator:
         """
         group = self.group
         if group is None:
-            raise RuntimeError("execute_async needs group commit (Orchestrator(group_commit=True))")
+            raise RuntimeError("execute_async needs group commit (Orchestrator.enable_group_commit())")
         origin = origin or SYSTEM
         with _identity_conflicts():
             outcome, chained = await group.run_async(
@@ -359,7 +359,7 @@ class Orchestrator:
         anything that needs the lock), and the batch then runs under the lock as always.
 
         Why: on SQLite a validation round's apply held the write lock for its reads, checks
-        and steps (about 1 ms an outcome, twice its CPU time under a burst) while the API's
+        and steps (longer than its own CPU time, as it competed for the GIL) while the API's
         group commit waited. Its transaction now only checks the rows' versions and writes.
         """
         if not all(isinstance(c, Auto | ValidationOutcome | ResourceOutcome) for c in commands):

@@ -72,7 +72,7 @@ class ServerConfig(BaseModel):
     #: thread serializes round trips that concurrent transactions overlap (measured slower)
     group_commit: bool | None = None
     #: ``lsm server`` logs a line per HTTP request (uvicorn's access log). Off, a burst costs
-    #: the API 0.1-0.2 ms less per request (5-10% of a PATCH's CPU, ``benchmarks e2e``), for a
+    #: the API noticeably less CPU per request (a line formatted and written per PATCH), for a
     #: deployment whose proxy logs the requests already; the audit trail records every change
     #: either way
     access_log: bool = True

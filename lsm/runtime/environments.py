@@ -157,7 +157,9 @@ class Environments:
             if binding.lifecycle not in self.lifecycles:
                 raise ConfigurationError(
                     f"entity {binding.name!r} uses unknown lifecycle {binding.lifecycle!r}; "
-                    f"known: {', '.join(self.lifecycles.names())}",
+                    f"known: {', '.join(self.lifecycles.names())}. A lifecycle of your own is "
+                    f"found through the setting lifecycle_dirs (lsm.toml: lifecycle_dirs = "
+                    f'["<the folder of {binding.lifecycle}.yaml>"])',
                     entity=binding.name,
                     lifecycle=binding.lifecycle,
                 )

@@ -2,7 +2,7 @@
 
 Why one module: the API, ``lsm worker``, ``lsm quickstart`` and ``lsm.testing`` must run the
 same engine, built the same way; everything that constructs the engine's parts lives here and
-nowhere else. Two entry points:
+nowhere else. Three entry points:
 
 * ``build_api(config)``: the core, the facades, the FastAPI app, and the compile processing,
   started in the process when ``config.embedded_worker`` (the embedded default);

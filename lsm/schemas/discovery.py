@@ -1,6 +1,6 @@
 """Discovered resources and adoption: the bodies of ``/api/v1/discovered`` and ``.../adopt``.
 
-docs/api.md §8. ``managed`` is computed when the resource is read (is its id in the newest
+docs/api.md §12. ``managed`` is computed when the resource is read (is its id in the newest
 desired-state version?); ``adopted_by`` is the instance that adopted it, if any.
 """
 

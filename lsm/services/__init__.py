@@ -1,4 +1,4 @@
-"""The service loop shared by compile workers, the scheduler and (next) deploy agents and discovery."""
+"""The service loop shared by compile workers, the scheduler, deploy agents and the webhook sources."""
 
 from lsm.errors import TimeLimitExceeded
 from lsm.services.loop import ServiceLoop, Work, WorkSource

@@ -1,7 +1,8 @@
 """``Lease``: a named lease held by this process, renewed by the service loop's heartbeat.
 
 Used for what must have one holder at a time across every process of an installation: the
-scheduler, the one worker process SQLite allows, and next the deploy agents' names.
+scheduler and the one worker process SQLite allows. Deploy agents hold their names in the same
+table (``agent:<env>:<name>``) but take and renew them many at a time (``lsm.deploy.agent``).
 """
 
 from __future__ import annotations

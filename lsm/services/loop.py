@@ -1,10 +1,11 @@
 """``ServiceLoop``: threads that claim leased work from work sources, run it, and keep it alive.
 
-Why one loop: compile workers, the scheduler, and next the deploy agents and discovery runs
-all do the same things: claim work that other processes may also want, hold it under a lease
-that a heartbeat renews, stop it when it overruns its time limit, give it back on shutdown, and
-sleep until woken (in process, by ``LISTEN/NOTIFY`` on PostgreSQL, or by a poll as fallback).
-A ``WorkSource`` says how to claim its kind of work; the loop does the rest, once.
+Why one loop: compile workers, the scheduler, deploy agents (discovery runs on them) and the
+webhook dispatcher and sender all do the same things: claim work that other processes may also
+want, hold it under a lease that a heartbeat renews, stop it when it overruns its time limit,
+give it back on shutdown, and sleep until woken (in process, by ``LISTEN/NOTIFY`` on
+PostgreSQL, or by a poll as fallback). A ``WorkSource`` says how to claim its kind of work; the
+loop does the rest, once.
 
 * **Threads.** ``threads`` runner threads each claim and run one piece of work at a time, going
   round the sources; so a long or hung compile of one environment never stops the others.

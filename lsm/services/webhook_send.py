@@ -116,9 +116,10 @@ class WebhookSender:
         When the last look found no pending delivery at all, the next look waits
         ``policy.poll_interval`` seconds or a ``wake`` (a delivery queued in this process).
         Why: the service loop asks every source at every wake-up, and under a burst of changes
-        that was a read transaction per runner thread every few milliseconds, 4% of a worker's
-        time, for a table that is empty unless webhooks are registered. A delivery queued by
-        another process waits at most ``poll_interval`` for this one (its own sender has it).
+        that was a read transaction per runner thread every few milliseconds, a visible share
+        of a worker's time, for a table that is empty unless webhooks are registered. A delivery
+        queued by another process waits at most ``poll_interval`` for this one (its own sender
+        has it).
         """
         if time.monotonic() < self._idle_until:
             return None

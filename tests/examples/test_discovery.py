@@ -19,6 +19,7 @@ import pytest
 
 from lsm.deploy.handler import HandlerContext, HandlerError
 from lsm.discovery import record_discovery
+from lsm.errors import ConfigurationError
 from lsm.inventory.database import Database
 from lsm.model import load_model, refine
 from lsm.runtime.config import ServerConfig
@@ -150,3 +151,17 @@ def test_adopted_files_are_exported_exactly_as_they_are_on_disk(
         on_disk = found[rid].model_dump()  # type: ignore[attr-defined]
         assert resources[rid]["attributes"] == {"agent": "host1", "purged": False, **on_disk}
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in srv.iterdir()} == before
+
+
+def test_without_its_lifecycle_folder_the_example_is_refused_naming_the_setting(db: Database) -> None:
+    """The example brings its own lifecycle (``adoptable.yaml``): without ``lifecycle_dirs`` the
+    engine refuses it, and the message says which setting finds it."""
+    engine = build_api(ServerConfig(database_url=db.url, model=str(EXAMPLE), embedded_worker=False), db=db)
+    try:
+        with pytest.raises(ConfigurationError) as refused:
+            engine.start()
+        message = str(refused.value)
+        assert "unknown lifecycle 'adoptable'" in message
+        assert "lifecycle_dirs" in message and "adoptable.yaml" in message
+    finally:
+        engine.stop()
