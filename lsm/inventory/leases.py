@@ -18,6 +18,10 @@ from sqlmodel import Session, col
 from lsm.inventory.batches import aware
 from lsm.inventory.tables import LeaseRow
 
+#: the lease of a SQLite database's one compile worker process (``lsm.services.singleton``); named
+#: here with the leases, so that reading who holds it does not load the service loop
+SQLITE_WORKER = "sqlite-worker"
+
 
 def acquire(
     session: Session,

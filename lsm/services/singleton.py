@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import Database
+from lsm.inventory.leases import SQLITE_WORKER as NAME
 from lsm.services.leases import Lease, process_gone, process_identity
-
-NAME = "sqlite-worker"
 
 
 class AnotherWorkerRunning(ConfigurationError):
