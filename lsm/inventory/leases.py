@@ -64,7 +64,7 @@ def renew(session: Session, name: str, owner: str, *, now: datetime, ttl: float)
         .where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner)
         .values(expires_at=now + timedelta(seconds=ttl))
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(result.rowcount)  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult, typed as Result
 
 
 def release(session: Session, name: str, owner: str) -> None:
