@@ -4,14 +4,20 @@ The contracts themselves are ``[tool.importlinter]`` in pyproject.toml, checked 
 in .ci/run. A contract that is always kept proves nothing, so these tests copy the source tree
 to a temporary directory, plant one forbidden import in the copy and run ``lint-imports`` on it:
 the untouched copy passes, every planted import fails, named by its contract.
+
+What import-linter does not check here is checked below: that every package of ``lsm`` is in a
+layer (its ``exhaustive`` option needs layers named relative to a container, and the contract
+names them in full so that a rename of a package rewrites them).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -63,7 +69,6 @@ PLANTS = [
     ("lsm/inventory/planted.py", "import lsm.api", "layers"),  # up the layers
     ("lsm/compiler/planted.py", "import lsm.deploy.agent", "layers"),  # between independent siblings
     ("lsm/facade/planted.py", "import lsm.services.loop", "layers"),  # the cycle this layering broke
-    ("lsm/planted.py", "import lsm.errors", "layers"),  # a package in no layer
     ("lsm/graph/planted.py", "import lsm.lifecycle.machine", "no-package-cycles"),  # within a layer
     ("lsm/catalog/planted.py", "from lsm import ServiceEntity", "no-root-import"),
     ("lsm/client/planted.py", "import lsm.inventory", "client"),
@@ -87,3 +92,29 @@ def test_a_planted_import_breaks_its_contract(tree: Path, where: str, statement:
     # the report names the planted module (a cycle: the packages it runs through)
     named = "- .graph -> .lifecycle" if contract == "no-package-cycles" else "planted"
     assert named in result.stdout, result.stdout
+
+
+def unlayered(root: Path) -> list[str]:
+    """The packages and modules directly under ``root/lsm`` that no layer of the contract names."""
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
+    named = {name for layer in contract["layers"] for name in re.split(r"[|:]", layer.replace(" ", ""))}
+    children = {
+        f"lsm.{path.stem}"
+        for path in (root / "lsm").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    return sorted(children - named)
+
+
+def test_every_package_of_lsm_is_in_a_layer() -> None:
+    assert unlayered(ROOT) == [], "add it to the layers contract and to docs/architecture.md §2"
+
+
+def test_a_planted_package_is_in_no_layer(tree: Path) -> None:
+    planted = tree / "lsm" / "planted.py"
+    planted.write_text('"""Planted by tests/test_layers.py."""\n')
+    try:
+        assert unlayered(tree) == ["lsm.planted"]
+    finally:
+        planted.unlink()
