@@ -18,6 +18,7 @@ import argparse
 import sys
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def run_size(db: Database, sets: int, repeat: int) -> dict[str, Any]:
     store.export(env, ExportRequest("partial", sets={middle: changed}))
     results: dict[str, Any] = {}
     for label, (a, b) in {"diff_1_2": (1, 2), "diff_2_1": (2, 1)}.items():
-        results[label] = timed_ms(lambda a=a, b=b: store.diff(env, a, b), repeat)
+        results[label] = timed_ms(partial(store.diff, env, a, b), repeat)
         diff = store.diff(env, a, b)
         results[label]["sets"] = [s.name for s in diff.sets]
         results[label]["resources"] = len(diff.resources)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, func, select
+from sqlmodel import col
 
 from benchmarks.backend import backend_name, fresh_database
 from benchmarks.report import emit
@@ -79,10 +80,10 @@ def run_size(db: Database, size: int) -> dict[str, Any]:
             seconds = time.perf_counter() - started
         with db.read() as session:
             moved = session.execute(
-                select(func.count()).select_from(InstanceRow).where(InstanceRow.state == "failed")
+                select(func.count()).select_from(InstanceRow).where(col(InstanceRow.state) == "failed")
             ).scalar_one()
             lines = session.execute(
-                select(func.count()).select_from(EventRow).where(EventRow.trigger == "export_failed")
+                select(func.count()).select_from(EventRow).where(col(EventRow.trigger) == "export_failed")
             ).scalar_one()
     finally:
         engine.stop()

@@ -149,7 +149,7 @@ class Cluster:
                     {
                         r[0]: r[1]
                         for r in session.execute(
-                            select(InstanceRow.state, func.count()).group_by(InstanceRow.state)  # type: ignore[arg-type]
+                            select(col(InstanceRow.state), func.count()).group_by(col(InstanceRow.state))
                         )
                     }
                 )

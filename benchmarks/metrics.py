@@ -51,7 +51,7 @@ def seed(db: Database, size: int) -> None:
     with db.write() as session:
         conn = session.connection()
         conn.execute(
-            insert(EnvironmentRow.__table__),  # type: ignore[attr-defined]
+            insert(EnvironmentRow.__table__),  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
             [{"id": ENV, "name": "default", "settings": {}, "created_at": now}],
         )
     instances = [
@@ -69,7 +69,7 @@ def seed(db: Database, size: int) -> None:
         }
         for n in range(size)
     ]
-    resources = [
+    resources: list[dict[str, Any]] = [
         {
             "resource_id": f"std::File[agent{n % 10},path=/r{n:07d}]",
             "env_id": ENV,
@@ -84,7 +84,7 @@ def seed(db: Database, size: int) -> None:
         }
         for n in range(size)
     ]
-    compiles = [
+    compiles: list[dict[str, Any]] = [
         {
             "id": str(uuid.UUID(int=n + 1)),
             "env_id": ENV,
@@ -102,9 +102,9 @@ def seed(db: Database, size: int) -> None:
         for n in range(size)
     ]
     for table, rows in (
-        (InstanceRow.__table__, instances),  # type: ignore[attr-defined]
+        (InstanceRow.__table__, instances),  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
         (lsm_resource_state, resources),
-        (CompileRow.__table__, compiles),  # type: ignore[attr-defined]
+        (CompileRow.__table__, compiles),  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     ):
         for part in _chunks(rows):
             with db.write() as session:
@@ -119,7 +119,7 @@ def seed(db: Database, size: int) -> None:
                 [{"agent": f"agent{n % 10}", "resource_id": "std::File[a,path=/x]", "action": "create"}],
             )
         conn.execute(
-            insert(LeaseRow.__table__),  # type: ignore[attr-defined]
+            insert(LeaseRow.__table__),  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
             [
                 {
                     "name": f"agent:{ENV}:agent{n}",

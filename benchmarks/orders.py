@@ -284,7 +284,7 @@ def run_orders(options: OrdersOptions) -> dict[str, Any]:
                 out.update(asyncio.run(_drive(base_url, options, processes)))
             except BaseException as exc:
                 out["logs"] = {s.name: s.tail(40) for s in processes.started}
-                exc.logs = out["logs"]  # type: ignore[attr-defined]
+                exc.logs = out["logs"]  # type: ignore[attr-defined]  # the processes' logs ride on the exception to the report
                 raise
             finally:
                 out["exit_codes"] = processes.stop_all()

@@ -26,7 +26,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import lsm
 from lsm.api.server import BackgroundServer
 from lsm.client import Client, RetryPolicy
 from lsm.errors import ConfigurationError, LsmError
@@ -44,7 +43,7 @@ _STYLES = {"info": "cyan", "success": "green", "warning": "yellow", "danger": "r
 def find_example(name: str = EXAMPLE) -> Path:
     """The example model directory: next to the installed package, or under the current directory."""
     candidates = [
-        Path(lsm.__file__).resolve().parent.parent / "examples" / name,
+        Path(__file__).resolve().parent.parent / "examples" / name,
         Path.cwd() / "examples" / name,
     ]
     for candidate in candidates:

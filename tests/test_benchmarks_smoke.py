@@ -102,7 +102,7 @@ def test_a_size_runs_in_its_own_process_and_can_be_profiled(tmp_path: Path) -> N
     assert result["samples"][0]["sets_replaced"] == 1
     assert result["samples"][0]["profiled"] is True
     stats = pstats.Stats(result["profile"])
-    assert any(name == "run_batch" for (_file, _line, name) in stats.stats)  # type: ignore[attr-defined]
+    assert any(name == "run_batch" for (_file, _line, name) in stats.stats)  # type: ignore[attr-defined]  # pstats.Stats.stats is not in the stubs
 
 
 def test_a_failed_size_is_an_error_entry_not_an_exception(tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ class Output:
         threading.Thread(target=self._read, args=(stream,), daemon=True).start()
 
     def _read(self, stream: object) -> None:
-        for line in stream:  # type: ignore[attr-defined]
+        for line in stream:  # type: ignore[attr-defined]  # a text-mode pipe: an iterable of lines
             self._queue.put(line)
         self._queue.put(None)
 
@@ -117,11 +117,11 @@ class Output:
             left = deadline - time.monotonic()
             assert left > 0, f"{text!r} never appeared in:\n{''.join(self.lines)}"
             try:
-                line = self._queue.get(timeout=left)
+                got = self._queue.get(timeout=left)
             except queue.Empty:
                 continue
-            assert line is not None, f"the process ended before {text!r}:\n{''.join(self.lines)}"
-            self.lines.append(line)
+            assert got is not None, f"the process ended before {text!r}:\n{''.join(self.lines)}"
+            self.lines.append(got)
 
 
 @pytest.fixture

@@ -136,7 +136,7 @@ def test_every_export_rule_the_code_reports_is_documented() -> None:
 
 
 def test_nothing_refers_to_documents_outside_the_repository() -> None:
-    hits = []
+    hits: list[str] = []
     for path in repository_files():
         text = read(path)
         hits.extend(

@@ -1,85 +1,120 @@
-"""The layer contract of docs/architecture.md §2, checked over the import statements of every module.
+"""The layer contracts of docs/architecture.md §2 catch what they are written for.
 
-Imports point down only: a module may import from its own layer or any layer below it. The
-client imports nothing of the server side; the core never imports the bundled plugin packages
-(``lsm_selectors``, ``lsm_lifecycles``, ``lsm_handlers``): it finds them by entry point.
+The contracts themselves are ``[tool.importlinter]`` in pyproject.toml, checked by ``lint-imports``
+in .ci/run. A contract that is always kept proves nothing, so these tests copy the source tree
+to a temporary directory, plant one forbidden import in the copy and run ``lint-imports`` on it:
+the untouched copy passes, every planted import fails, named by its contract.
+
+What import-linter does not check here is checked below: that every package of ``lsm`` is in a
+layer (its ``exhaustive`` option needs layers named relative to a container, and the contract
+names them in full so that a rename of a package rewrites them).
 """
 
 from __future__ import annotations
 
-import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-LSM = Path(__file__).resolve().parent.parent / "lsm"
-
-RANK = {
-    "errors": 0,
-    "schemas": 0,
-    "gc_pause": 0,
-    "interrupt": 0,
-    "inventory": 1,
-    "catalog": 2,
-    "lifecycle": 2,
-    "graph": 2,
-    "model": 2,
-    "selection": 3,
-    "desired_state": 3,
-    "orchestration": 4,
-    "compiler": 5,
-    "deploy": 5,
-    "discovery": 5,
-    "services": 6,
-    "facade": 6,
-    "api": 7,
-    #: the composition root builds the app: above the api, below the commands that run it
-    "runtime": 8,
-    "cli": 9,
-    "quickstart": 9,
-    "testing": 9,
-    "client": 9,
+ROOT = Path(__file__).resolve().parent.parent
+#: the packages the contracts name, each under its source root (docs/architecture.md §3)
+SOURCES = {
+    "lsm": ".",
+    "lsm_selectors": "selectors",
+    "lsm_lifecycles": "lifecycles",
+    "lsm_handlers": "handlers",
 }
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-def _layer(module: str) -> str:
-    return module.split(".")[1] if module.count(".") else ""
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the packages and of pyproject.toml, to plant imports in."""
+    root = tmp_path_factory.mktemp("tree")
+    for package, source in SOURCES.items():
+        shutil.copytree(
+            ROOT / source / package, root / source / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
-    return found
+def lint(root: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the tree at ``root`` (its copy first on the path, not the checkout)."""
+    path = os.pathsep.join(str(root / source) for source in dict.fromkeys(SOURCES.values()))
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-logo", "--no-cache", *(f"--contract={c}" for c in contracts)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
-MODULES = sorted(p for p in LSM.rglob("*.py"))
+def test_the_tree_keeps_every_contract(tree: Path) -> None:
+    result = lint(tree)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(LSM)))
-def test_imports_point_down(path: Path) -> None:
-    relative = path.relative_to(LSM)
-    own = relative.parts[0].removesuffix(".py")
-    if own == "__init__":
-        return  # lsm/__init__.py is the public facade: it re-exports every layer
-    assert own in RANK, f"lsm/{relative} is in no layer: add it to RANK and to docs/architecture.md §2"
-    problems = []
-    for line, name in _imports(path):
-        if name.startswith(("lsm_selectors", "lsm_lifecycles", "lsm_handlers")):
-            problems.append(f"line {line}: the core imports plugin package {name}")
-            continue
-        if not name.startswith("lsm."):
-            continue
-        target = _layer(name)
-        if target in ("", "__init__") or target not in RANK:
-            problems.append(f"line {line}: imports {name} (import from the layer's own package)")
-            continue
-        if own == "client" and target not in ("client", "errors", "schemas"):
-            problems.append(f"line {line}: the client imports server-side {name}")
-        elif RANK[target] > RANK[own]:
-            problems.append(f"line {line}: {own} (layer {RANK[own]}) imports {name} (layer {RANK[target]})")
-    assert problems == [], f"lsm/{relative}:\n" + "\n".join(problems)
+#: (module planted in the copy, its import, the id of the contract it breaks)
+PLANTS = [
+    ("lsm/inventory/planted.py", "import lsm.api", "layers"),  # up the layers
+    ("lsm/compiler/planted.py", "import lsm.deploy.agent", "layers"),  # between independent siblings
+    ("lsm/facade/planted.py", "import lsm.services.loop", "layers"),  # the cycle this layering broke
+    ("lsm/graph/planted.py", "import lsm.lifecycle.machine", "no-package-cycles"),  # within a layer
+    ("lsm/catalog/planted.py", "from lsm import ServiceEntity", "no-root-import"),
+    ("lsm/client/planted.py", "import lsm.inventory", "client"),
+    ("lsm/selection/planted.py", "import lsm_selectors", "core-without-plugins"),
+    ("handlers/lsm_handlers/planted.py", "import lsm.inventory", "plugins-use-public-api"),
+    ("handlers/lsm_handlers/planted.py", "import lsm.deploy.agent", "plugins-use-public-api"),
+    ("selectors/lsm_selectors/planted.py", "import lsm_handlers", "plugins-apart"),
+]
+
+
+@pytest.mark.parametrize(("where", "statement", "contract"), PLANTS, ids=[f"{w}:{s}" for w, s, _ in PLANTS])
+def test_a_planted_import_breaks_its_contract(tree: Path, where: str, statement: str, contract: str) -> None:
+    planted = tree / where
+    planted.write_text(f'"""Planted by tests/test_layers.py."""\n\n{statement}\n')
+    try:
+        result = lint(tree, contract)
+    finally:
+        planted.unlink()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 broken" in result.stdout
+    # the report names the planted module (a cycle: the packages it runs through)
+    named = "- .graph -> .lifecycle" if contract == "no-package-cycles" else "planted"
+    assert named in result.stdout, result.stdout
+
+
+def unlayered(root: Path) -> list[str]:
+    """The packages and modules directly under ``root/lsm`` that no layer of the contract names."""
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
+    named = {name for layer in contract["layers"] for name in re.split(r"[|:]", layer.replace(" ", ""))}
+    children = {
+        f"lsm.{path.stem}"
+        for path in (root / "lsm").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    return sorted(children - named)
+
+
+def test_every_package_of_lsm_is_in_a_layer() -> None:
+    assert unlayered(ROOT) == [], "add it to the layers contract and to docs/architecture.md §2"
+
+
+def test_a_planted_package_is_in_no_layer(tree: Path) -> None:
+    planted = tree / "lsm" / "planted.py"
+    planted.write_text('"""Planted by tests/test_layers.py."""\n')
+    try:
+        assert unlayered(tree) == ["lsm.planted"]
+    finally:
+        planted.unlink()

@@ -37,7 +37,7 @@ adopt_router = APIRouter(
 def list_discovered(
     facades: FacadesDep,
     ctx: ContextDep,
-    type: Annotated[str | None, Query(description="Only this resource type, e.g. std::File.")] = None,  # noqa: A002
+    type: Annotated[str | None, Query(description="Only this resource type, e.g. std::File.")] = None,  # noqa: A002  # the query parameter is named `type` in the API
     agent: Annotated[str | None, Query(description="Only resources of this agent.")] = None,
     managed: Annotated[
         bool | None, Query(description="Only managed (true) or unmanaged (false) ones.")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import swagger_ui_bundle  # type: ignore[import-untyped]
+import swagger_ui_bundle  # type: ignore[import-untyped]  # the package ships no type hints
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -41,7 +41,7 @@ class DocumentAccess(ConsoleAccess):
     """The console's access check (bearer or session cookie) answering as the API does: a JSON
     401/403, not the login page (``/openapi.json`` is read by programs)."""
 
-    def __call__(self, request: Request) -> None:  # type: ignore[override]
+    def __call__(self, request: Request) -> None:  # type: ignore[override]  # a FastAPI dependency of its own: other parameters, sync
         try:
             super().__call__(request)
         except ConsoleDenied as denied:

@@ -42,11 +42,11 @@ class HeaderDeadline:
     _header_bytes = 0
 
     def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
+        super().connection_made(transport)  # type: ignore[misc]  # a mixin: the protocol it is mixed into has it
         self._arm()
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)  # type: ignore[misc]
+        super().data_received(data)  # type: ignore[misc]  # a mixin: the protocol it is mixed into has it
         if self._deadline is None:
             return
         if self.cycle is not self._waiting_since:  # a request's headers are complete
@@ -57,14 +57,14 @@ class HeaderDeadline:
             self._cut()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()  # type: ignore[misc]
+        super().on_response_complete()  # type: ignore[misc]  # a mixin: the protocol it is mixed into has it
         waiting = self.cycle is None or self.cycle.response_complete  # no pipelined request runs
         if waiting and not self.transport.is_closing():
             self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        super().connection_lost(exc)  # type: ignore[misc]
+        super().connection_lost(exc)  # type: ignore[misc]  # a mixin: the protocol it is mixed into has it
 
     def _arm(self) -> None:
         self._disarm()

@@ -63,7 +63,7 @@ class ServiceEntity(BaseModel):
         cached = cls.__dict__.get("_lsm_attributes_cache")
         if cached is None:
             cached = {name: _attribute_info(name, field) for name, field in cls.model_fields.items()}
-            cls._lsm_attributes_cache = cached  # type: ignore[attr-defined]
+            cls._lsm_attributes_cache = cached  # type: ignore[attr-defined]  # a per-class cache, not a model field
         return typing.cast(dict[str, AttributeInfo], cached)
 
     @classmethod
@@ -91,7 +91,7 @@ def _attribute_info(name: str, field: FieldInfo) -> AttributeInfo:
     if field.default is not PydanticUndefined:
         default = field.default
     elif field.default_factory is not None:
-        default = field.default_factory()  # type: ignore[call-arg]
+        default = field.default_factory()  # type: ignore[call-arg]  # ours take no argument; pydantic types it as maybe taking the data
     if isinstance(default, BaseModel):
         default = default.model_dump(mode="json")
     return AttributeInfo(

@@ -1629,7 +1629,7 @@ def main() -> None:
 
 # Command groups that live in their own modules register themselves on ``app`` when imported;
 # they are imported last, once every shared helper above exists.
-from lsm.cli import desired_state as _desired_state  # noqa: E402, F401
+from lsm.cli import desired_state as _desired_state  # noqa: E402, F401  # registers lsm desired-state; imported last, after the helpers it uses
 from lsm.cli import expert as _expert  # noqa: E402,F401  (registers lsm expert)
 from lsm.cli import graph as _graph  # noqa: E402,F401  (registers ``lsm graph``)
 from lsm.cli import halts as _halts  # noqa: E402,F401  (registers lsm environment halt|resume, lsm agent pause|unpause)

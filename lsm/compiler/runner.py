@@ -515,7 +515,7 @@ def record_instance_resources(
         conn.execute(_INSERT_RECORDS, rows[start : start + 5000])
 
 
-_RECORDS = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
+_RECORDS = InstanceResourcesRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 #: the per-instance resource index statements, built once (every export runs them)
 _DELETE_RECORDS = delete(_RECORDS).where(_RECORDS.c.env_id == bindparam("b_env"))
 _DELETE_TREE_RECORDS = _DELETE_RECORDS.where(_RECORDS.c.set_name.in_(bindparam("b_names", expanding=True)))

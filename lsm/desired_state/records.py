@@ -203,7 +203,7 @@ def encode_record(record: ResourceRecord) -> EncodedResource:
         attributes_json = _encode(record.attributes)
         requires_json = _requires_json(record.requires)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidInput(f"resource {rid} is not JSON-serializable: {exc}", resources=[rid])
+        raise InvalidInput(f"resource {rid} is not JSON-serializable: {exc}", resources=[rid]) from exc
     return EncodedResource(record, attributes_json, requires_json)
 
 

@@ -41,12 +41,11 @@ from lsm.deploy.agent import lease_name
 from lsm.inventory import deploy_queries, diagnosis_queries, halts
 from lsm.inventory.batches import aware
 from lsm.inventory.deploy_queries import DeployState
-from lsm.inventory.leases import owner_gone, process_gone
+from lsm.inventory.leases import SQLITE_WORKER, owner_gone, process_gone
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.lifecycle import EXPORT_FAILED
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
-from lsm.services.singleton import NAME as SQLITE_WORKER
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")

@@ -3,7 +3,7 @@
 Why here: the facade resolves the request's environment, starts a new webhook at the feed's
 present (``EventsFacade.present``: no replay of the backlog), generates the secret when none
 is given and shows it once, refuses a target on an internal address unless the server allows
-them (``lsm.services.webhook_targets``), and writes the audit line in the transaction of the change. The
+them (``lsm.webhooks.targets``), and writes the audit line in the transaction of the change. The
 dispatching and sending run in the service loop (``lsm.services.webhook_dispatch``,
 ``lsm.services.webhook_send``).
 """
@@ -23,7 +23,7 @@ from lsm.inventory import webhooks as store
 from lsm.inventory.batches import utc
 from lsm.inventory.tables import utcnow
 from lsm.schemas.webhooks import AttemptOut, CreateWebhook, DeliveryOut, WebhookCreated, WebhookOut
-from lsm.services.webhook_targets import check_registration
+from lsm.webhooks.targets import check_registration
 
 #: the event kind of ``POST /api/v1/webhooks/{id}/test``
 PING = "ping"

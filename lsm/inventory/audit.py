@@ -70,9 +70,9 @@ def _filtered(query: Select[Any], columns: Any, action: Any, flt: AuditFilter) -
 
 def list_audit(session: Session, flt: AuditFilter) -> list[dict[str, Any]]:
     """Audit lines, event lines and compile requests as one list, newest first."""
-    audit = AuditRow.__table__.c  # type: ignore[attr-defined]
-    event = EventRow.__table__.c  # type: ignore[attr-defined]
-    compile_ = CompileRow.__table__.c  # type: ignore[attr-defined]
+    audit = AuditRow.__table__.c  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+    event = EventRow.__table__.c  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+    compile_ = CompileRow.__table__.c  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     event_action = literal("instance.", String) + event.trigger
     compile_action = literal("compile.", String) + compile_.kind
     parts = [
@@ -157,7 +157,7 @@ def list_audit(session: Session, flt: AuditFilter) -> list[dict[str, Any]]:
 def _details(session: Session, ids: list[int]) -> dict[int, dict[str, Any]]:
     if not ids:
         return {}
-    audit = AuditRow.__table__.c  # type: ignore[attr-defined]
+    audit = AuditRow.__table__.c  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     return {
         row.id: dict(row.details)
         for row in session.execute(select(audit.id, audit.details).where(audit.id.in_(ids)))

@@ -34,7 +34,7 @@ ACTIVE = (QUEUED, RUNNING)
 EXPORTING = (CompileKind.FULL.value, CompileKind.PARTIAL.value)
 VALIDATION = CompileKind.VALIDATION.value
 
-_t = CompileRow.__table__  # type: ignore[attr-defined]
+_t = CompileRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ def release(session: Session, ids: Sequence[str], *, owner: str | None = None) -
         query = query.where(col(CompileRow.lease_owner) == owner)
         values["attempts"] = CompileRow.attempts - 1
     result = session.execute(query.values(**values))
-    return int(result.rowcount)  # type: ignore[attr-defined]
+    return int(result.rowcount)  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult, typed as Result
 
 
 def _finish_statement(*, fenced: bool) -> Any:

@@ -292,7 +292,7 @@ def committed_noop(conn: Connection, env_id: str) -> bool | None:
     claims: a cached value may be from before the setting went off, and would run the resources
     that ``schedule_noop_pending`` just requeued as noop again (the requeue and the setting
     commit together, so a claim that sees the requeued rows sees the setting too)."""
-    t = EnvironmentRow.__table__  # type: ignore[attr-defined]
+    t = EnvironmentRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     stored = conn.execute(select(t.c.settings).where(t.c.id == env_id)).scalar_one_or_none()
     value = (stored or {}).get("deploy_noop")
     return None if value is None else bool(value)

@@ -38,7 +38,7 @@ from lsm.inventory.tables import InstanceRow
 
 _d = lsm_discovered_resource.c
 _a = lsm_discovered_adoption.c
-_instance = InstanceRow.__table__  # type: ignore[attr-defined]
+_instance = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 _i = _instance.c
 
 

@@ -26,10 +26,10 @@ from lsm.inventory.compile_requests import CompileOrder
 from lsm.inventory.tables import CompileRow, EntityRow, InstanceResourcesRow, InstanceRow
 from lsm.schemas.compiles import CompileKind
 
-_i = InstanceRow.__table__  # type: ignore[attr-defined]
-_r = InstanceResourcesRow.__table__  # type: ignore[attr-defined]
-_c = CompileRow.__table__  # type: ignore[attr-defined]
-_e = EntityRow.__table__  # type: ignore[attr-defined]
+_i = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+_r = InstanceResourcesRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+_c = CompileRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+_e = EntityRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 
 #: ids per ``IN`` list (the bound parameters of one statement stay far below every limit)
 CHUNK = 500
@@ -140,8 +140,8 @@ def move_states(session: Session, moves: Mapping[str, Sequence[str]], now: datet
 
 def followers(session: Session, leader_id: str) -> list[CompileRow]:
     """The requests that were merged into ``leader_id`` (a keyed read on ``merged_into``)."""
-    query = sa_select(CompileRow).where(CompileRow.merged_into == leader_id)  # type: ignore[arg-type]
-    return list(session.exec(query).scalars())  # type: ignore[call-overload]
+    query = sa_select(CompileRow).where(CompileRow.merged_into == leader_id)  # type: ignore[arg-type]  # a SQLModel field reads as its Python type
+    return list(session.exec(query).scalars())  # type: ignore[call-overload]  # a SQLAlchemy select, which SQLModel types only for its own
 
 
 def retry_order(rows: Sequence[CompileRow], *, actor: str | None, request_id: str | None) -> CompileOrder:

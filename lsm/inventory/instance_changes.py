@@ -63,7 +63,7 @@ def install(metadata: MetaData) -> None:
     """Create the trigger whenever ``metadata.create_all`` creates the tables."""
     for dialect, statements in (("sqlite", SQLITE), ("postgresql", POSTGRESQL)):
         for statement in statements:
-            ddl = DDL(statement.replace("%", "%%")).execute_if(dialect=dialect)  # type: ignore[no-untyped-call]
+            ddl = DDL(statement.replace("%", "%%")).execute_if(dialect=dialect)  # type: ignore[no-untyped-call]  # SQLAlchemy's DDL is not typed
             event.listen(metadata, "after_create", ddl)
 
 

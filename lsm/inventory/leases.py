@@ -19,6 +19,10 @@ from sqlmodel import Session, col
 from lsm.inventory.batches import aware
 from lsm.inventory.tables import LeaseRow
 
+#: the lease of a SQLite database's one compile worker process (``lsm.services.singleton``); named
+#: here with the leases, so that reading who holds it does not load the service loop
+SQLITE_WORKER = "sqlite-worker"
+
 
 def acquire(
     session: Session,
@@ -61,7 +65,7 @@ def renew(session: Session, name: str, owner: str, *, now: datetime, ttl: float)
         .where(col(LeaseRow.name) == name, col(LeaseRow.owner) == owner)
         .values(expires_at=now + timedelta(seconds=ttl))
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(result.rowcount)  # type: ignore[attr-defined]  # an UPDATE gives a CursorResult, typed as Result
 
 
 def release(session: Session, name: str, owner: str) -> None:

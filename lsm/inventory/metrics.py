@@ -98,10 +98,10 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     its own statement; under PostgreSQL's read committed two numbers may be a moment apart,
     which a scrape every 15 s or more does not notice (no snapshot is held for it)."""
     found = Snapshot(now=now)
-    env = EnvironmentRow.__table__  # type: ignore[attr-defined]
+    env = EnvironmentRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     found.environments = {r[0]: r[1] for r in conn.execute(select(env.c.id, env.c.name))}
     found.queue = _queue(conn, now)
-    inst = InstanceRow.__table__  # type: ignore[attr-defined]
+    inst = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     found.instances = [
         (r[0], r[1], r[2], int(r[3]))
         for r in conn.execute(
@@ -136,7 +136,7 @@ def _queue(conn: Connection, now: datetime) -> list[QueueCount]:
     """Queued and running requests per environment, kind and status, with the oldest one's
     creation time. The condition is the partial index's own text, literal: with bound
     parameters SQLite cannot prove the index applies and scans the history."""
-    c = CompileRow.__table__  # type: ignore[attr-defined]
+    c = CompileRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     query = (
         select(c.c.env_id, c.c.kind, c.c.status, func.count(), func.min(c.c.created_at))
         .where(text(ACTIVE_SQL))
@@ -148,7 +148,7 @@ def _queue(conn: Connection, now: datetime) -> list[QueueCount]:
 def _agents(conn: Connection, now: datetime) -> tuple[list[tuple[str, int]], int]:
     """Live agent-name leases per environment, and live agent processes (the lease table is
     small: one row per agent name and process)."""
-    lease = LeaseRow.__table__  # type: ignore[attr-defined]
+    lease = LeaseRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     live = conn.execute(
         select(lease.c.name).where(lease.c.name.like("agent%"), lease.c.expires_at > now)
     ).scalars()

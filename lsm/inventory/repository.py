@@ -330,7 +330,7 @@ STEP_COLUMNS = (
     "deleted",
     "last_updated",
 )
-_INSTANCE = InstanceRow.__table__  # type: ignore[attr-defined]
+_INSTANCE = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 
 
 @functools.cache

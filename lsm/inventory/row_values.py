@@ -33,7 +33,7 @@ def _defaults(model: type[SQLModel]) -> tuple[tuple[_Default, ...], frozenset[st
             continue  # e.g. an integer id the database assigns
         factory = info.default_factory
         if factory is not None:
-            out.append((name, None, factory))  # type: ignore[arg-type]
+            out.append((name, None, factory))  # type: ignore[arg-type]  # pydantic types a factory as maybe taking the data; a row's take none
         elif info.default is not PydanticUndefined:
             out.append((name, info.default, None))
     return tuple(out), frozenset(model.model_fields)

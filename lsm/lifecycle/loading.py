@@ -39,11 +39,11 @@ def load_lifecycle_file(path: PathLike) -> LifecycleSpec:
     except OSError as exc:
         raise LifecycleInvalid(
             f"{path}: cannot read lifecycle file: {exc.strerror or exc}", rule="file", file=str(path)
-        )
+        ) from exc
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise LifecycleInvalid(f"{path}: not valid YAML: {exc}", rule="yaml", file=str(path))
+        raise LifecycleInvalid(f"{path}: not valid YAML: {exc}", rule="yaml", file=str(path)) from exc
     return LifecycleSpec.from_data(data, source=str(path))
 
 
@@ -77,7 +77,7 @@ def _entry_point_files(ep: EntryPoint) -> list[Path]:
     except Exception as exc:
         raise ConfigurationError(
             f"lifecycle entry point {ep.name!r} ({ep.value}) failed to load: {exc}", entry_point=ep.name
-        )
+        ) from exc
     paths = [value] if isinstance(value, str | Path) else value
     if not isinstance(paths, Iterable) or not all(isinstance(p, str | Path) for p in paths):
         raise ConfigurationError(

@@ -132,11 +132,11 @@ class LifecycleSpec(_Frozen):
                 lifecycle=name,
                 errors=errors,
                 **extra,
-            )
+            ) from exc
         except LifecycleInvalid as exc:
             if not source:
                 raise
-            raise LifecycleInvalid(prefix + exc.message, **{**exc.details, **extra})
+            raise LifecycleInvalid(prefix + exc.message, **{**exc.details, **extra}) from exc
 
     @model_validator(mode="after")
     def _check_and_index(self) -> LifecycleSpec:

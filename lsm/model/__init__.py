@@ -24,7 +24,7 @@ from lsm.model.resource import Resource, ResourceData, Shared, shared
 from lsm.model.service import Service
 
 #: ``lsm.all(binding)``: the instance dicts of ``binding`` in the running compile
-all = all_instances  # noqa: A001
+all = all_instances  # noqa: A001  # `lsm.all`: the name model authors know from Inmanta
 
 __all__ = [
     "IMPLEMENTATION_MARK",

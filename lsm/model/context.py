@@ -47,7 +47,7 @@ class CompileContext:
         instance's implementation consults costs O(n) per compile instead of O(n) per instance.
         """
         try:
-            return self._memo[key]  # type: ignore[no-any-return]
+            return self._memo[key]  # type: ignore[no-any-return]  # the memo holds what compute() returned for this key
         except KeyError:
             value = self._memo[key] = compute()
             return value

@@ -68,7 +68,7 @@ class Service(Generic[E]):
         entity: E,
         instance: Mapping[str, Any],
         values: dict[str, Any],
-        compile: CompileContext,  # noqa: A002
+        compile: CompileContext,  # noqa: A002  # the name the model-author API gives it
     ) -> None:
         fields = self.__dict__
         fields.update(values)

@@ -426,6 +426,8 @@ class _Runtime:
 class ApiRuntime(_Runtime):
     """An API process: facades and the FastAPI app over the core (``build_api``)."""
 
+    processing: WorkerProcessing
+
     def __init__(
         self,
         config: ServerConfig,
@@ -467,6 +469,8 @@ class ApiRuntime(_Runtime):
 
 class WorkerRuntime(_Runtime):
     """A worker process: compile processing without the API (``build_worker``)."""
+
+    processing: WorkerProcessing
 
     def start(self) -> None:
         self._start(processing=True)

@@ -140,7 +140,7 @@ class DeliveryPolicy(BaseModel):
     concurrency: int = Field(2, ge=1, le=64)
     #: let webhooks reach internal addresses (loopback, link-local, private ranges...): off, a
     #: target on one is refused at registration and at every delivery
-    #: (``lsm.services.webhook_targets``)
+    #: (``lsm.webhooks.targets``)
     allow_internal: bool = False
 
     def delay(self, attempts: int) -> float:

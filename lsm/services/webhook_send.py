@@ -15,7 +15,7 @@ sender's to keep (an internal service hit by a webhook would otherwise be read t
 The answer's body is not even read.
 
 Targets: unless ``policy.allow_internal``, every attempt resolves the URL's host, refuses an
-internal address and sends to the address it checked (``lsm.services.webhook_targets``). A
+internal address and sends to the address it checked (``lsm.webhooks.targets``). A
 redirect is followed only when it keeps the signed POST (307, 308), at most ``MAX_REDIRECTS``
 times, each new target checked the same way; any other 3xx is a failed attempt.
 """
@@ -46,7 +46,7 @@ from lsm.schemas.webhooks import (
     DeliveryPolicy,
     signature,
 )
-from lsm.services.webhook_targets import Resolver, pinned, system_resolver
+from lsm.webhooks.targets import Resolver, pinned, system_resolver
 
 log = logging.getLogger(__name__)
 

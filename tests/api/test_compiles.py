@@ -65,8 +65,8 @@ def test_a_full_compile_can_ask_to_refine_everything(http: httpx.Client, engine:
 
     with engine.db.read() as session:
         rows = {c: session.get(CompileRow, c) for c in (complete["id"], default["id"])}
-    assert rows[complete["id"]] is not None and rows[complete["id"]].params == {"incremental": False}
-    assert rows[default["id"]] is not None and rows[default["id"]].params == {}
+    assert (row := rows[complete["id"]]) is not None and row.params == {"incremental": False}
+    assert (row := rows[default["id"]]) is not None and row.params == {}
 
 
 def test_selector_settings_are_checked_on_write(http: httpx.Client) -> None:

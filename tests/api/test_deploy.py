@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -91,7 +92,7 @@ def test_resources_are_listed_in_id_order_with_filters_and_pages(
     ],
 )
 def test_bad_filter_values_are_422_naming_the_field(
-    http: httpx.Client, params: dict[str, object], field: str
+    http: httpx.Client, params: dict[str, Any], field: str
 ) -> None:
     response = http.get("/api/v1/resources", params=params)
     assert response.status_code == 422

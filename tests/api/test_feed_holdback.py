@@ -61,10 +61,11 @@ def test_an_event_committed_after_a_later_one_is_still_sent_first(engine: ApiRun
         held = Holdback(settle=NEVER)
         assert engine.facades.events.read(start, holdback=held) == []
         unguarded = engine.facades.events.read(start)
-        assert [i.data.trigger for i in unguarded] == ["second"]  # sent alone, "first" would be lost
+        # sent alone, "first" would be lost
+        assert [i.data.model_dump()["trigger"] for i in unguarded] == ["second"]
         slow.commit()
     items = engine.facades.events.read(start, holdback=held)
-    assert [(i.kind, i.data.trigger) for i in items] == [
+    assert [(i.kind, i.data.model_dump()["trigger"]) for i in items] == [
         (INSTANCE_STATE, "first"),
         (INSTANCE_STATE, "second"),
     ]
@@ -87,7 +88,7 @@ def test_an_id_that_never_commits_is_given_up_after_the_settle_time(engine: ApiR
     assert engine.facades.events.read(start, holdback=held) == []
     now[0] = 2.0
     items = engine.facades.events.read(start, holdback=held)
-    assert [(i.kind, i.data.trigger) for i in items] == [(INSTANCE_STATE, "kept")]
+    assert [(i.kind, i.data.model_dump()["trigger"]) for i in items] == [(INSTANCE_STATE, "kept")]
 
 
 def test_a_compile_finishing_earlier_but_committing_later_is_sent_first(engine: ApiRuntime) -> None:
@@ -109,10 +110,14 @@ def test_a_compile_finishing_earlier_but_committing_later_is_sent_first(engine: 
         held = Holdback(settle=NEVER)
         assert engine.facades.events.read(start, holdback=held) == []
         unguarded = engine.facades.events.read(start)
-        assert [i.data.id for i in unguarded] == [second]  # sent alone, the first would be lost
+        # sent alone, the first would be lost
+        assert [i.data.model_dump()["id"] for i in unguarded] == [second]
         slow.commit()
     items = engine.facades.events.read(start, holdback=held)
-    assert [(i.kind, i.data.id) for i in items] == [(COMPILE_FINISHED, first), (COMPILE_FINISHED, second)]
+    assert [(i.kind, i.data.model_dump()["id"]) for i in items] == [
+        (COMPILE_FINISHED, first),
+        (COMPILE_FINISHED, second),
+    ]
 
 
 def _finish(session: Session, compile_id: str, at: datetime) -> bool:

@@ -72,13 +72,17 @@ def test_with_authentication_on_the_configured_names_decide(
 
 
 def test_the_listen_address_is_a_name_unless_it_is_a_wildcard() -> None:
-    assert allowed_names([], auth_enabled=False, listen="10.0.0.5") == {
-        "10.0.0.5",
-        "localhost",
-        "127.0.0.1",
-        "[::1]",
-    }
-    assert allowed_names([], auth_enabled=False, listen="0.0.0.0") == {"localhost", "127.0.0.1", "[::1]"}
+    assert allowed_names([], auth_enabled=False, listen="10.0.0.5") == frozenset(
+        {
+            "10.0.0.5",
+            "localhost",
+            "127.0.0.1",
+            "[::1]",
+        }
+    )
+    assert allowed_names([], auth_enabled=False, listen="0.0.0.0") == frozenset(
+        {"localhost", "127.0.0.1", "[::1]"}
+    )
     assert "[fd00::5]" in (allowed_names([], auth_enabled=False, listen="fd00::5") or ())
 
 

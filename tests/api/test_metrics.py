@@ -14,6 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select, text, update
+from sqlmodel import col
 
 from lsm.facade import RequestContext
 from lsm.inventory import webhooks
@@ -77,8 +78,8 @@ def ran_compiles(engine: ApiRuntime) -> Counter[tuple[str, str]]:
     """(kind, status) of the compiles that ran (not those merged into another), from the history."""
     with engine.db.read() as session:
         rows = session.connection().execute(
-            select(CompileRow.kind, CompileRow.status, func.count())  # type: ignore[call-overload]
-            .where(CompileRow.merged_into.is_(None), CompileRow.status.in_(("success", "failed")))  # type: ignore[union-attr,attr-defined]
+            select(col(CompileRow.kind), col(CompileRow.status), func.count())
+            .where(col(CompileRow.merged_into).is_(None), col(CompileRow.status).in_(("success", "failed")))
             .group_by(CompileRow.kind, CompileRow.status)
         )
         return Counter({(r[0], r[1]): r[2] for r in rows})
@@ -114,8 +115,8 @@ def test_queued_compiles_show_their_depth_and_age(engine: ApiRuntime, http: http
     engine.facades.inventory.create_instance(LOCAL, "port", {"name": "eth0", "router": router.id})
     with engine.db.read() as session:
         rows = session.connection().execute(
-            select(CompileRow.kind, func.count())  # type: ignore[call-overload]
-            .where(CompileRow.status == "queued")
+            select(col(CompileRow.kind), func.count())
+            .where(col(CompileRow.status) == "queued")
             .group_by(CompileRow.kind)
         )
         queued = Counter({r[0]: r[1] for r in rows})

@@ -4,6 +4,7 @@ client and the CLI (lsm.api.refs)."""
 from __future__ import annotations
 
 import json
+from typing import Literal
 from urllib.parse import quote
 
 import httpx
@@ -16,6 +17,8 @@ from lsm.cli import app
 from lsm.client import Client
 
 INVENTORY = "/lsm/v1/service_inventory"
+#: hypothesis draws no lone surrogates: a URL cannot carry them
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
 AWKWARD = ["/srv/a.txt", "a%2Fb", "50%", "a/b%25c/", "//", "x y/ü"]
 
 
@@ -54,7 +57,7 @@ def test_the_client_and_the_cli_encode_the_reference(url: str) -> None:
     assert json.loads(shown.stdout)["id"] == note["id"]
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30))
+@given(st.text(alphabet=st.characters(exclude_categories=SURROGATES), max_size=30))
 def test_routing_keeps_a_segment_whole_and_decode_gives_it_back(value: str) -> None:
     raw = "/lsm/v1/service_inventory/note/" + quote(value, safe="")
     routed = keep_encoded_slashes(raw)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -37,8 +38,8 @@ class Secured:
         headers = {"Authorization": f"Bearer {self.tokens[who]}"} if who else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
-    def token(self, name: str, roles: dict[str, str], **expiry: object) -> tuple[str, str]:
-        created = self.engine.facades.tokens.create(RequestContext.local(), name, roles, **expiry)  # type: ignore[arg-type]
+    def token(self, name: str, roles: dict[str, str], **expiry: Any) -> tuple[str, str]:
+        created = self.engine.facades.tokens.create(RequestContext.local(), name, roles, **expiry)
         return created.id, created.token
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lsm.cli import app
 from lsm.client.credentials import read_token_file, resolve_token
@@ -22,7 +22,7 @@ from tests.auth.conftest import make_secured
 runner = CliRunner()
 
 
-def invoke(*args: str, **env: str) -> object:
+def invoke(*args: str, **env: str) -> Result:
     return runner.invoke(app, list(args), env={"COLUMNS": "200", "LSM_TOKEN": "", **env})
 
 
@@ -59,17 +59,17 @@ def test_the_cli_refuses_a_group_readable_token_file(tmp_path: Path) -> None:
     file.write_text("lsm_secret")
     file.chmod(0o644)
     result = invoke("environment", "list", "--url", "http://127.0.0.1:9", LSM_TOKEN_FILE=str(file))
-    assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert "chmod 600" in result.output  # type: ignore[attr-defined]
+    assert result.exit_code == 1
+    assert "chmod 600" in result.output
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::", "example.com"])
 def test_lsm_server_refuses_a_non_loopback_address_without_auth(tmp_path: Path, host: str) -> None:
     database = tmp_path / "lsm.db"
     result = invoke("server", "--host", host, "--database", f"sqlite:///{database}")
-    assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert f"refusing to listen on {host} without authentication" in result.output  # type: ignore[attr-defined]
-    assert "--insecure" in result.output  # type: ignore[attr-defined]
+    assert result.exit_code == 1
+    assert f"refusing to listen on {host} without authentication" in result.output
+    assert "--insecure" in result.output
     assert not database.exists()  # refused before anything started
 
 
@@ -97,8 +97,8 @@ def sqlite_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 def test_the_first_admin_token_is_written_into_the_database_and_works(sqlite_server: tuple[str, str]) -> None:
     url, database = sqlite_server
     created = invoke("token", "create", "--admin", "ops", "--database", database, "--json")
-    assert created.exit_code == 0, created.output  # type: ignore[attr-defined]
-    token = json.loads(created.stdout)["token"]  # type: ignore[attr-defined]
+    assert created.exit_code == 0, created.output
+    token = json.loads(created.stdout)["token"]
 
     anonymous = invoke("environment", "list", "--url", url)
     with_option = invoke("--token", token, "environment", "list", "--url", url, "--json")
@@ -108,17 +108,17 @@ def test_the_first_admin_token_is_written_into_the_database_and_works(sqlite_ser
     )
     listed = invoke("--token", token, "token", "list", "--url", url, "--json")
 
-    assert anonymous.exit_code == 1 and "bearer token" in anonymous.output  # type: ignore[attr-defined]
-    assert with_option.exit_code == 0, with_option.output  # type: ignore[attr-defined]
-    assert {e["name"] for e in json.loads(with_option.stdout)} == {"default", "other"}  # type: ignore[attr-defined]
-    assert with_variable.exit_code == 0  # type: ignore[attr-defined]
-    assert made.exit_code == 0, made.output  # type: ignore[attr-defined]
-    ci = json.loads(made.stdout)  # type: ignore[attr-defined]
+    assert anonymous.exit_code == 1 and "bearer token" in anonymous.output
+    assert with_option.exit_code == 0, with_option.output
+    assert {e["name"] for e in json.loads(with_option.stdout)} == {"default", "other"}
+    assert with_variable.exit_code == 0
+    assert made.exit_code == 0, made.output
+    ci = json.loads(made.stdout)
     assert ci["roles"] != {} and ci["token"].startswith("lsm_")
-    names = [t["name"] for t in json.loads(listed.stdout)]  # type: ignore[attr-defined]
+    names = [t["name"] for t in json.loads(listed.stdout)]
     assert "ops" in names and "ci" in names
     revoked = invoke("--token", token, "token", "revoke", ci["id"], "--url", url, "--json")
-    assert json.loads(revoked.stdout)["revoked_at"]  # type: ignore[attr-defined]
+    assert json.loads(revoked.stdout)["revoked_at"]
     audit = invoke("--token", token, "audit", "--action", "token", "--url", url, "--json")
-    actions = [line["action"] for line in json.loads(audit.stdout)]  # type: ignore[attr-defined]
+    actions = [line["action"] for line in json.loads(audit.stdout)]
     assert actions[:3] == ["token.revoke", "token.create", "token.create"]

@@ -112,7 +112,7 @@ def test_a_token_that_fails_a_check_is_401(idp_server: str, claims: dict[str, An
 def test_an_unsigned_token_is_401(idp_server: str) -> None:
     unsigned = jwt.encode(
         {"sub": "mallory", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300},
-        None,
+        None,  # type: ignore[arg-type]  # the "none" algorithm signs with no key
         algorithm="none",
     )
     assert _get(idp_server, unsigned).status_code == 401
@@ -127,7 +127,7 @@ def test_an_hs256_secret_works_and_the_roles_claim_may_be_a_list() -> None:
     config = AuthConfig(
         enabled=True, jwt_issuer=ISSUER, jwt_audience=AUDIENCE, jwt_key=secret, jwt_algorithms=["HS256"]
     )
-    authenticator = Authenticator(config, tokens=None)  # type: ignore[arg-type]  (JWTs never touch it)
+    authenticator = Authenticator(config, tokens=None)  # type: ignore[arg-type]  # JWTs never touch it
     claims = {"sub": "bob", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 60}
     token = jwt.encode(
         {**claims, "lsm_roles": ["lab:admin", "prod:viewer", "x:root"]}, secret, algorithm="HS256"

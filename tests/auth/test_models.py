@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,9 @@ def planted(tmp_path: Path) -> Iterator[dict[str, object]]:
         sys.path.remove(str(module_dir))
 
 
-def test_a_planted_model_is_never_imported_through_any_route(secured: Secured, planted: dict) -> None:
+def test_a_planted_model_is_never_imported_through_any_route(
+    secured: Secured, planted: dict[str, Any]
+) -> None:
     marker: Path = planted["marker"]
     with secured.client("admin") as admin:
         before = admin.get("/api/v1/environments").json()
@@ -77,7 +80,7 @@ def test_a_planted_model_is_never_imported_through_any_route(secured: Secured, p
     assert after == before  # nothing created, the default environment's model unchanged
 
 
-def test_the_facade_refuses_it_too(secured: Secured, planted: dict) -> None:
+def test_the_facade_refuses_it_too(secured: Secured, planted: dict[str, Any]) -> None:
     """In-process callers go through the same check: it lives below the API."""
     with pytest.raises(Exception, match="not one this server offers"):
         secured.engine.facades.environments.create_environment(

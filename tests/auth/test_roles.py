@@ -181,7 +181,7 @@ def test_every_route_is_in_the_table_and_declares_what_the_table_says(secured: S
             assert all(isinstance(d, Public) for d in declarations)
             continue
         accesses = [d for d in declarations if isinstance(d, Access)]
-        assert max(a.needed(method).rank for a in accesses) == need.rank, (method, path)  # type: ignore[union-attr]
+        assert max(a.needed(method).rank for a in accesses) == need.rank, (method, path)  # type: ignore[union-attr]  # every route of a scope needs a role
         assert {a.scope for a in accesses} == {Scope(scope if scope != ENV else "environment")}
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from lsm.compiler import incremental
 from lsm.facade import RequestContext
@@ -20,8 +21,8 @@ NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "net
 def markers(db: Database, env_id: str) -> dict[str, int]:
     with db.read() as session:
         rows = session.execute(
-            select(InstanceChangeRow.instance_id, InstanceChangeRow.version).where(
-                InstanceChangeRow.env_id == env_id
+            select(col(InstanceChangeRow.instance_id), col(InstanceChangeRow.version)).where(
+                col(InstanceChangeRow.env_id) == env_id
             )
         )
         return {instance_id: version for instance_id, version in rows}

@@ -234,9 +234,11 @@ def export_failure_rows(
     with engine.core.db.read() as session:
         compiled = session.get(CompileRow, compile_id)
         assert compiled is not None and compiled.status == "failed"
-        states = [session.get(InstanceRow, ref).state for ref in refs]  # type: ignore[union-attr]
+        states = [session.get(InstanceRow, ref).state for ref in refs]  # type: ignore[union-attr]  # every instance of refs exists
         lines = session.execute(
-            select(EventRow.instance_id, EventRow.message).where(col(EventRow.trigger) == "export_failed")
+            select(col(EventRow.instance_id), col(EventRow.message)).where(
+                col(EventRow.trigger) == "export_failed"
+            )
         ).all()
     return states, [(str(i), str(m)) for i, m in lines]
 

@@ -33,7 +33,7 @@ def _expire(engine: ApiRuntime, ids: list[str]) -> None:
     with engine.db.write() as session:
         session.execute(
             update(CompileRow)
-            .where(CompileRow.id.in_(ids))  # type: ignore[attr-defined]
+            .where(CompileRow.id.in_(ids))  # type: ignore[attr-defined]  # a SQLModel field reads as its Python type
             .values(lease_expires=utcnow() - timedelta(seconds=1))
         )
 
@@ -63,7 +63,7 @@ def test_a_claim_nobody_took_is_renewed_by_its_holders_next_heartbeat_through_a_
         if not failed:
             failed.append(1)
             raise DisconnectionError("the server closed this pooled connection")
-        return renew(queue, batches)  # type: ignore[arg-type]
+        return renew(queue, batches)  # type: ignore[arg-type]  # the batches renew was given, passed on
 
     monkeypatch.setattr(CompileQueue, "renew", flaky)
     with caplog.at_level(logging.WARNING):
@@ -71,7 +71,8 @@ def test_a_claim_nobody_took_is_renewed_by_its_holders_next_heartbeat_through_a_
     assert failed and not [r for r in caplog.records if "lease lost" in r.getMessage()]
     with engine.db.read() as session:
         rows = [session.get(CompileRow, i) for i in ids]
-    assert all(r is not None and r.lease_expires > utcnow() for r in rows)  # its own again
+    # its own again
+    assert all(r is not None and r.lease_expires is not None and r.lease_expires > utcnow() for r in rows)
     work.run()
     ctx = RequestContext.local()
     assert {engine.facades.compiles.get_compile(ctx, i).status for i in ids} == {"success"}

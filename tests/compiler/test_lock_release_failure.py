@@ -98,7 +98,7 @@ def test_a_compile_whose_lock_connection_was_terminated_frees_its_slot(
         assert isinstance(work, ExportWork)
         conn = work.held._conn
         assert conn is not None
-        pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]  # a psycopg connection on PostgreSQL
         with engine.db.write() as session:
             assert session.execute(text("SELECT pg_terminate_backend(:pid, 30000)"), {"pid": pid}).scalar()
         # its advisory lock is gone with its connection, but the lock's in-process part is still
@@ -120,6 +120,7 @@ def test_a_compile_whose_lock_connection_was_terminated_frees_its_slot(
         assert done.status == "success"
         engine.processing.drain()  # the one queued meanwhile
     # the lock went with its connection: another worker (another pool) may take it now
+    assert isinstance(work, ExportWork)
     other = type(service.locks)(Database(db.url, schema=db.schema))
     try:
         held = other.try_export(work.env_id)

@@ -36,7 +36,7 @@ EXAMPLES_PER_TEST = int(os.environ.get("LSM_PROPERTY_EXAMPLES", "15"))
 PARTIAL_SELECTORS_MODEL = "tests.compiler.router_port_partial_model"
 
 
-def assert_partial_equals_full(engine: ApiRuntime, env: str, *, exact_shared: bool = False) -> None:
+def assert_partial_equals_full(engine: ApiRuntime, env: str | None, *, exact_shared: bool = False) -> None:
     """``exact_shared``: after a full compile, stale shared resources must be gone too."""
     ctx = engine.context(env)
     latest = engine.store.latest_version(ctx.env_id)
@@ -170,7 +170,7 @@ def new_world(
     engine: ApiRuntime | None = getattr(engine_factory, "engine", None)
     if engine is None:
         engine = engine_factory(str(EXAMPLES / example))
-        engine_factory.engine = engine  # type: ignore[attr-defined]
+        engine_factory.engine = engine  # type: ignore[attr-defined]  # the engine kept on the fixture for the next example
     return World(engine, str(EXAMPLES / example), partial_compiles=partial_compiles)
 
 
@@ -268,7 +268,7 @@ def test_router_port_partial_equals_full_whatever_subset_a_selector_returns(
     engine: ApiRuntime | None = getattr(engine_factory, "engine", None)
     if engine is None:
         engine = engine_factory(PARTIAL_SELECTORS_MODEL)
-        engine_factory.engine = engine  # type: ignore[attr-defined]
+        engine_factory.engine = engine  # type: ignore[attr-defined]  # the engine kept on the fixture for the next example
     world = World(engine, PARTIAL_SELECTORS_MODEL)
     engine.facades.environments.set_setting(RequestContext.local(world.env), "selector", "random_subset")
     for op, a, b in ops:

@@ -139,16 +139,16 @@ def test_claiming_reads_only_what_it_claims(db: Database) -> None:
     loaded: list[int] = []
     original = compile_queue.claim
 
-    def counting(session, ids, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(session, ids, **kwargs):
         rows = original(session, ids, **kwargs)
         loaded.append(len(rows))
         return rows
 
-    compile_queue.claim = counting  # type: ignore[assignment]
+    compile_queue.claim = counting
     try:
         queue.claim_validations(ENV, queue.new_owner("w"), limit=5)
     finally:
-        compile_queue.claim = original  # type: ignore[assignment]
+        compile_queue.claim = original
     assert loaded == [5]
 
 
@@ -205,7 +205,7 @@ def test_which_environments_have_work_is_read_off_the_queue_as_it_is(
     look at every request says: exporting work queued or running, validations queued, and
     validations running."""
     with db.write() as session:
-        session.connection().execute(CompileRow.__table__.delete())  # type: ignore[attr-defined]
+        session.connection().execute(CompileRow.__table__.delete())  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
         for env_id, kind, status in requests:
             params = ValidationParams(instance_version=1) if kind is CompileKind.VALIDATION else None
             made = enqueue(
@@ -216,8 +216,8 @@ def test_which_environments_have_work_is_read_off_the_queue_as_it_is(
             )
             session.flush()  # the row exists before its status is set
             session.connection().execute(
-                CompileRow.__table__.update()  # type: ignore[attr-defined]
-                .where(CompileRow.__table__.c.id == made.id)  # type: ignore[attr-defined]
+                CompileRow.__table__.update()  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
+                .where(CompileRow.__table__.c.id == made.id)  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
                 .values(status=status)
             )
     expected = []

@@ -119,7 +119,7 @@ def test_each_selection_is_locked_whole_or_not_at_all(
         probe = locks if db.is_sqlite else EnvironmentLocks(db)
         try:
             assert theirs.try_lock_many([sorted(held)]) == [True]
-            expected, taken, asked = [], set(held), set()
+            expected, taken, asked = [], set(held), set[str]()
             for keys in sets:
                 ok = not keys & (held | asked)
                 expected.append(ok)

@@ -123,7 +123,7 @@ def discovery_engine(db: Database, tmp_path: Path, request: pytest.FixtureReques
             for role in ("viewer", "operator"):
                 created = engine.facades.tokens.create(RequestContext.local(), role, {"default": role})
                 tokens[role] = created.token
-        engine.tokens = tokens  # type: ignore[attr-defined]
+        engine.tokens = tokens  # type: ignore[attr-defined]  # the tokens kept on the engine for the tests
         with db.write() as session:
             record_discovery(
                 session, engine.context(None).env_id, discovery_id, "host1", found, now=datetime.now(UTC)

@@ -3,6 +3,8 @@ through the same expert calls as the API (the setting, the reason, the log, the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from tests.console.ops_fixtures import Pages
@@ -14,8 +16,10 @@ def _token(engine: ApiRuntime, role: str) -> str:
     return engine.facades.tokens.create(LOCAL, role, {"default": role}).token
 
 
-def test_the_danger_zone_is_for_admins_while_the_setting_is_on(engine_factory: object) -> None:
-    engine: ApiRuntime = engine_factory(config={"auth": {"enabled": True}})  # type: ignore[operator]
+def test_the_danger_zone_is_for_admins_while_the_setting_is_on(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine: ApiRuntime = engine_factory(config={"auth": {"enabled": True}})
     thing = engine.facades.inventory.create_instance(LOCAL, "thing", {"name": "stuck"})
     admin, operator = Pages(engine, _token(engine, "admin")), Pages(engine, _token(engine, "operator"))
     page = f"/inventory/thing/{thing.id}"

@@ -44,7 +44,7 @@ def pages(deployed_engine: ApiRuntime) -> Pages:
     pages = Pages(deployed_engine)
     routers = up_routers(pages, "edge-1", "edge-2")
     first = routers[0]
-    pages.before_update = pages.get("/api/v1/desired_state").json()[0]["version"]  # type: ignore[attr-defined]
+    pages.before_update = pages.get("/api/v1/desired_state").json()[0]["version"]  # type: ignore[attr-defined]  # set on the fixture by the fixture
     answer = pages.request(
         "PATCH",
         f"{ROUTERS}/{first['id']}",
@@ -99,7 +99,7 @@ def test_the_compile_pages(pages: Pages) -> None:
 def test_the_desired_state_pages(pages: Pages) -> None:
     versions = pages.get("/api/v1/desired_state").json()
     # the versions just before and after the update: one router's file changed its content
-    newest, oldest = versions[0]["version"], pages.before_update  # type: ignore[attr-defined]
+    newest, oldest = versions[0]["version"], pages.before_update  # type: ignore[attr-defined]  # set on the fixture by the fixture
     listing = pages.get("/desired-state")
     assert [int(v) for v in re.findall(r'data-version="(\d+)"', listing.text)] == [
         v["version"] for v in versions
@@ -172,7 +172,7 @@ def test_the_resource_pages(pages: Pages) -> None:
 def test_a_viewer_sees_the_discovered_page_without_adopt_buttons_and_may_not_adopt(
     discovery_engine: ApiRuntime,
 ) -> None:
-    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]  # set on the engine by ops_fixtures
     viewer, operator = Pages(discovery_engine, tokens["viewer"]), Pages(discovery_engine, tokens["operator"])
     seen = viewer.get("/discovered")
     assert seen.status_code == 200 and len(re.findall("data-discovered=", seen.text)) == 2
@@ -186,7 +186,7 @@ def test_a_viewer_sees_the_discovered_page_without_adopt_buttons_and_may_not_ado
 
 
 def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) -> None:
-    tokens = discovery_engine.tokens  # type: ignore[attr-defined]
+    tokens = discovery_engine.tokens  # type: ignore[attr-defined]  # set on the engine by ops_fixtures
     pages = Pages(discovery_engine, tokens.get("operator"))
     found = pages.api("/api/v1/discovered")
     listing = pages.get("/discovered")

@@ -263,7 +263,7 @@ def test_update_and_set_state_send_current_version_and_a_stale_one_is_explained(
         form = {"csrf_token": csrf, "current_version": "1", "seen": seen, "attr.title": "story"}
         updated = await client.post(f"/inventory/note/{note}/update", data={**form, "attr.text": "hi"})
         assert updated.status_code == 303
-        assert inventory.get_instance(LOCAL, "note", note).candidate_attributes["text"] == "hi"
+        assert (inventory.get_instance(LOCAL, "note", note).candidate_attributes or {})["text"] == "hi"
         # another client moves it on; the page still holds version 1
         inventory.update_instance(LOCAL, "note", note, current_version=2, attributes={"text": "theirs"})
         stale = await client.post(f"/inventory/note/{note}/update", data={**form, "attr.text": "mine"})
@@ -272,7 +272,7 @@ def test_update_and_set_state_send_current_version_and_a_stale_one_is_explained(
         assert "now version <strong data-conflict-now>3</strong>" in stale.text
         assert 'data-conflict-changed="text"' in stale.text and "theirs" in stale.text
         assert 'value="mine"' in stale.text  # what the user typed is still in the form
-        assert inventory.get_instance(LOCAL, "note", note).candidate_attributes["text"] == "theirs"
+        assert (inventory.get_instance(LOCAL, "note", note).candidate_attributes or {})["text"] == "theirs"
         same = {**form, "current_version": "3", "seen": seen.replace('""', '"theirs"'), "attr.text": "theirs"}
         nothing = await client.post(f"/inventory/note/{note}/update", data=same)
         assert nothing.status_code == 422 and "nothing to update" in nothing.text
@@ -374,7 +374,10 @@ def test_a_viewer_sees_no_action_and_is_refused_one_an_operator_acts(secured: Ap
     operator_page, _, operator_post = run(secured, as_role("operator"))
     assert 'data-action="update"' in operator_page
     assert operator_post == 303
-    names = {i.candidate_attributes["title"] for i in secured.facades.inventory.list_instances(LOCAL, "note")}
+    names = {
+        (i.candidate_attributes or {})["title"]
+        for i in secured.facades.inventory.list_instances(LOCAL, "note")
+    }
     assert names == {"edge", "operator"}
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 
@@ -67,7 +67,9 @@ def file(
 
 def export(engine: ApiRuntime, sets: dict[str, list[ResourceRecord]], *, full: bool = False) -> int:
     env_id = engine.context(None).env_id
-    kind = "full" if full or engine.store.latest_version(env_id) is None else "partial"
+    kind: Literal["full", "partial"] = (
+        "full" if full or engine.store.latest_version(env_id) is None else "partial"
+    )
     info = engine.store.export(env_id, ExportRequest(kind=kind, sets=sets))
     return info.number
 

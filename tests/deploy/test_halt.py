@@ -74,8 +74,8 @@ def test_a_halt_after_the_export_holds_the_deploy(
     engine = deploying()
     router = order(engine, "router", {"name": "r1"})
     # run the compiles only (validation, then the export): the agent is left out of this drain
-    engine.processing.compiles.claim().run()  # type: ignore[union-attr]
-    engine.processing.compiles.claim().run()  # type: ignore[union-attr]
+    engine.processing.compiles.claim().run()  # type: ignore[union-attr]  # a compile is queued
+    engine.processing.compiles.claim().run()  # type: ignore[union-attr]  # a compile is queued
     assert get(engine, "router", router.id).state == "creating"
     engine.facades.halts.halt(LOCAL)
 

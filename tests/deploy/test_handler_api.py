@@ -107,7 +107,7 @@ def test_async_methods_are_awaited_on_a_loop_the_thread_keeps(tmp_path: Path) ->
     loops: list[object] = []
 
     class AsyncHandler(MemoryHandler):
-        async def read(self, ctx: HandlerContext, resource: Doc) -> Mapping[str, Any] | None:  # type: ignore[override]
+        async def read(self, ctx: HandlerContext, resource: Doc) -> Mapping[str, Any] | None:  # type: ignore[override]  # async: the engine awaits it; the base declares it sync
             import asyncio
 
             loops.append(asyncio.get_running_loop())
@@ -140,11 +140,11 @@ def test_the_model_registers_handlers_and_wins_over_installed_ones() -> None:
     class ModelDocHandler(MemoryHandler):
         pass
 
-    module.ModelDocHandler = ModelDocHandler  # type: ignore[attr-defined]
-    module.HANDLERS = {"test::Other": MemoryHandler}  # type: ignore[attr-defined]
-    module.binding = lsm.Binding(
+    module.ModelDocHandler = ModelDocHandler  # type: ignore[attr-defined]  # a model module made on the fly
+    module.HANDLERS = {"test::Other": MemoryHandler}  # type: ignore[attr-defined]  # a model module made on the fly
+    module.binding = lsm.Binding(  # type: ignore[attr-defined]  # a model module made on the fly
         type("E", (lsm.ServiceEntity,), {"__annotations__": {"n": str}}), lifecycle="simple"
-    )  # type: ignore[attr-defined]
+    )
     model = model_from_module(module)
     assert model.handlers == {"test::Doc": ModelDocHandler, "test::Other": MemoryHandler}
     registry = HandlerRegistry(model.handlers)
@@ -157,7 +157,7 @@ def test_the_model_registers_handlers_and_wins_over_installed_ones() -> None:
 
 def test_handler_decorator_refuses_what_is_not_a_handler() -> None:
     with pytest.raises(TypeError):
-        lsm.handler(Doc)(object)  # type: ignore[arg-type]
+        lsm.handler(Doc)(object)  # type: ignore[arg-type]  # the wrong type is the point
 
 
 # -- metaparameters --------------------------------------------------------------------------------

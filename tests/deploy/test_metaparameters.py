@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from lsm.deploy.agent import AgentService
 from lsm.inventory import deploy_queries
@@ -97,7 +98,7 @@ def test_limit_and_burst_bound_the_actions_over_a_window_and_survive_a_new_versi
     engine_factory: Callable[..., ApiRuntime], state_dir: Path
 ) -> None:
     engine, agent, clock = make(engine_factory, state_dir)
-    meta = {"limit": 0.5, "burst": 2}  # one token per 2 s, at most 2 saved
+    meta: dict[str, Any] = {"limit": 0.5, "burst": 2}  # one token per 2 s, at most 2 saved
     resource = file("a.conf", "v0", **meta)
     export(engine, {"s1": [resource]})
     run(agent)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
+from lsm.desired_state.records import ResourceRecord
 from lsm.inventory import deploy_plan, deploy_state
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
@@ -143,7 +144,7 @@ def test_no_deadlock_over_200_random_resources_with_overlapping_semaphores_and_a
     state_dir = tmp_path / f"state-{seed}"
     agent = agent_for(engine, state_dir, owner=f"agent-{seed}", threads=8)
     sizes = {f"s{i}": rng.randint(1, 3) for i in range(6)}
-    records = []
+    records: list[ResourceRecord] = []
     for n in range(200):
         sema = [f"{name}:{sizes[name]}" for name in rng.sample(sorted(sizes), rng.randint(0, 3))]
         requires = [records[m].id for m in rng.sample(range(n), min(n, rng.randint(0, 3)))]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -29,9 +30,9 @@ def full(sets: dict[str, list[ResourceRecord]], shared: list[ResourceRecord] | N
 def partial(
     sets: dict[str, list[ResourceRecord]] | None = None,
     shared: list[ResourceRecord] | None = None,
-    **options: object,
+    **options: Any,
 ) -> ExportRequest:
-    return ExportRequest("partial", sets=sets or {}, shared=shared or [], **options)  # type: ignore[arg-type]
+    return ExportRequest("partial", sets=sets or {}, shared=shared or [], **options)
 
 
 def read_back(store: DesiredStateStore, env: str, number: int) -> dict[str | None, dict[str, ResourceRecord]]:

@@ -40,7 +40,7 @@ def test_an_export_with_a_bad_metaparameter_is_refused_naming_the_resource_and_w
     if kind == "shared":
         request = ExportRequest("partial", sets={}, shared=[bad])
     else:
-        request = ExportRequest(kind, sets={"a": [rec("x")], "b": [bad]}, shared=[rec("s")])  # type: ignore[arg-type]
+        request = ExportRequest(kind, sets={"a": [rec("x")], "b": [bad]}, shared=[rec("s")])  # type: ignore[arg-type]  # "full" or "partial" here
     before = snapshot(db)
 
     with pytest.raises(InvalidMetaparameter) as info:

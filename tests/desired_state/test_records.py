@@ -18,7 +18,7 @@ from lsm.errors import InvalidInput
 def test_requires_are_normalized_to_a_sorted_tuple_without_duplicates() -> None:
     record = ResourceRecord("A[x,k=1]", {}, ("c", "a", "c", "b"))
     assert record.requires == ("a", "b", "c")
-    assert ResourceRecord("A[x,k=1]", {}, ["b", "a"]).requires == ("a", "b")  # type: ignore[arg-type]
+    assert ResourceRecord("A[x,k=1]", {}, ["b", "a"]).requires == ("a", "b")  # type: ignore[arg-type]  # a list where a tuple is typed: sorted into one
 
 
 def test_set_hash_ignores_record_order_and_key_order() -> None:
@@ -71,7 +71,7 @@ def test_values_json_can_not_carry_are_invalid_input_naming_the_resource(
 
 def test_export_kind_is_checked() -> None:
     with pytest.raises(InvalidInput):
-        ExportRequest("sometimes")  # type: ignore[arg-type]
+        ExportRequest("sometimes")  # type: ignore[arg-type]  # the wrong kind is the point
 
 
 JSON_VALUES = st.recursive(

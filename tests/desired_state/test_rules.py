@@ -4,6 +4,8 @@ same before and after, and the latest version did not move)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
@@ -43,9 +45,9 @@ def rejected(db: Database, store: DesiredStateStore, env: str, request: ExportRe
 def partial(
     sets: dict[str, list[ResourceRecord]] | None = None,
     shared: list[ResourceRecord] | None = None,
-    **kw: object,
+    **kw: Any,
 ) -> ExportRequest:
-    return ExportRequest("partial", sets=sets or {}, shared=shared or [], **kw)  # type: ignore[arg-type]
+    return ExportRequest("partial", sets=sets or {}, shared=shared or [], **kw)
 
 
 # -- rule 1: a resource is in at most one set ------------------------------------------------------

@@ -72,7 +72,7 @@ def discover(db: Database, env: str, directory: Path) -> dict[str, Any]:
     discovery_id, found = run_file_discovery(directory, agent=AGENT)
     with db.write() as session:
         record_discovery(session, env, discovery_id, AGENT, found, now=datetime.now(UTC))
-    return {rid: value.model_dump() for rid, value in found.items()}  # type: ignore[attr-defined]
+    return {rid: value.model_dump() for rid, value in found.items()}  # type: ignore[attr-defined]  # found values are DiscoveredResource models
 
 
 def instance_count(http: httpx.Client) -> int:

@@ -282,7 +282,7 @@ def test_a_store_failure_fails_only_its_own_resource(
         order(engine, "feed", {"name": name, "host": AGENT, "source": str(source)})
     assert set(discovered(engine)) == {"test::Thing[h1,name=one-1]", "test::Thing[h1,name=two-1]"}
 
-    real = agent_module.record_discovery
+    real = agent_module.record_discovery  # type: ignore[attr-defined]  # the name the agent calls, patched
 
     def faulty(session: Any, env_id: str, discovery_id: str, *args: Any, **kwargs: Any) -> Any:
         record = real(session, env_id, discovery_id, *args, **kwargs)  # written, then refused

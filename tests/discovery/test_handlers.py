@@ -68,7 +68,7 @@ def test_file_discovery_finds_exactly_the_matching_planted_files(tmp_path: Path)
     _, found = run_file_discovery(srv, agent="h1", pattern=r".*\.conf")
     assert sorted(found) == sorted(planted)
     value = found[file_id("h1", srv / "a.conf")]
-    assert value.model_dump() == {"path": str(srv / "a.conf"), "content": "a = 1\n", "mode": 0o600}  # type: ignore[attr-defined]
+    assert value.model_dump() == {"path": str(srv / "a.conf"), "content": "a = 1\n", "mode": 0o600}  # type: ignore[attr-defined]  # found values are DiscoveredResource models
 
 
 def test_file_discovery_recursive_and_the_warnings_it_logs(tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def test_managed_is_whether_the_id_is_in_the_newest_desired_state(db: Database, 
 
 
 def test_filters_and_paging_in_a_stable_id_order(db: Database, env: str) -> None:
-    found = {rid(f"f{i:02}", agent=f"agent{i % 2}"): i for i in range(25)}
+    found: dict[str, Any] = {rid(f"f{i:02}", agent=f"agent{i % 2}"): i for i in range(25)}
     found["std::Dir[agent0,path=/srv]"] = {}
     record(db, env, found)
     everything = list(listing(db, env, limit=1000))

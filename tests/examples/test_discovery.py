@@ -148,7 +148,7 @@ def test_adopted_files_are_exported_exactly_as_they_are_on_disk(
     version = http.get("/api/v1/desired_state").json()[0]["version"]
     resources = {r["id"]: r for r in http.get(f"/api/v1/desired_state/{version}/resources").json()}
     for rid in adopted:
-        on_disk = found[rid].model_dump()  # type: ignore[attr-defined]
+        on_disk = found[rid].model_dump()  # type: ignore[attr-defined]  # found values are DiscoveredResource models
         assert resources[rid]["attributes"] == {"agent": "host1", "purged": False, **on_disk}
     assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in srv.iterdir()} == before
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def test_deleting_a_router_that_still_has_ports_fails_its_validation() -> None:
 
 
 def test_a_deleting_tree_purges_its_owned_resources_but_not_the_shared_one() -> None:
-    def deleting(i: dict[str, Any]) -> bool:
+    def deleting(i: Mapping[str, Any]) -> bool:
         return bool(i["state"] == "deleting")
 
     result = refine(model(), {"router": [router(1)], "port": [port(11, 1, "eth0")]}, purge=deleting)

@@ -24,7 +24,7 @@ class Router(lsm.Resource, type="net::Router", id_attribute="name"):
 
 
 def router(name: str = "r1", mgmt_ip: str = "10.0.0.1", **kw: object) -> Router:
-    return Router(agent="10.0.0.1", name=name, mgmt_ip=mgmt_ip, **kw)  # type: ignore[arg-type]
+    return Router(agent="10.0.0.1", name=name, mgmt_ip=mgmt_ip, **kw)
 
 
 def test_the_handler_gets_a_stored_resource() -> None:

@@ -126,7 +126,7 @@ def test_a_catastrophic_pattern_matches_in_linear_time_and_backreferences_are_re
     (root / "aaaa").write_text("y")
     finder = FileDiscovery(agent="h1", name="evil", directory=str(root), pattern="(a+)+$")
     found = run(FileDiscoveryHandler(), finder, root).discovered or {}
-    assert [value.path for value in found.values()] == [str(root / "aaaa")]  # type: ignore[attr-defined]
+    assert [value.path for value in found.values()] == [str(root / "aaaa")]
     assert user_pattern("(a+)+$").fullmatch("a" * 100_000 + "b") is None
     with pytest.raises(ValidationError, match="RE2 syntax, no backreferences"):
         FileDiscovery(agent="h1", name="x", directory=str(root), pattern=r"(a)\1")
@@ -157,4 +157,4 @@ def test_a_fifo_in_the_roots_is_left_out_without_blocking(places: tuple[Path, Pa
     os.mkfifo(root / "pipe")
     (root / "plain").write_text("p")
     found = run(FileDiscoveryHandler(), FileDiscovery(agent="h1", name="f", directory=str(root)), root)
-    assert [v.path for v in (found.discovered or {}).values()] == [str(root / "plain")]  # type: ignore[attr-defined]
+    assert [v.path for v in (found.discovered or {}).values()] == [str(root / "plain")]

@@ -29,7 +29,7 @@ def ns(name: str, *, purged: bool = False) -> Namespace:
 def port(namespace: str, **kw: object) -> Interface:
     values: dict[str, object] = {"name": "p0", "kind": "veth", "peer": "p0-peer", "mtu": 1500}
     values.update(kw)
-    return Interface(agent=AGENT, namespace=namespace, **values)  # type: ignore[arg-type]
+    return Interface(agent=AGENT, namespace=namespace, **values)
 
 
 def veth(prefix: str, **kw: object) -> Veth:
@@ -43,7 +43,7 @@ def veth(prefix: str, **kw: object) -> Veth:
         "peer_address": "10.9.0.2/24",
     }
     values.update(kw)
-    return Veth(agent=AGENT, **values)  # type: ignore[arg-type]
+    return Veth(agent=AGENT, **values)
 
 
 # -- checks where the resource is built (no root needed) --------------------------------------------
@@ -120,12 +120,12 @@ def test_an_interface_gets_its_mtu_and_address_and_changes_in_place(
 
     ctx = run(handler, port(r1, mtu=1280, address="198.51.100.7/25", up=False), tmp_path)
     assert ctx.changes == {"up": Change(True, False)}
-    assert handler.read(ctx, port(r1))["up"] is False  # type: ignore[index]
+    assert handler.read(ctx, port(r1))["up"] is False  # type: ignore[index]  # the interface exists: read gives its attributes
     run(handler, port(r1, mtu=1280, address="198.51.100.7/25"), tmp_path)
 
     dry = run(handler, port(r1, mtu=9000, address="198.51.100.7/25"), tmp_path, dry_run=True)
     assert dry.changes == {"mtu": Change(1280, 9000)}
-    assert handler.read(dry, port(r1))["mtu"] == 1280  # type: ignore[index]
+    assert handler.read(dry, port(r1))["mtu"] == 1280  # type: ignore[index]  # the interface exists: read gives its attributes
 
     assert run(handler, port(r1, purged=True), tmp_path).action == "delete"
     assert "p0" not in links(r1) and "p0-peer" not in links(r1)

@@ -7,6 +7,7 @@ can not rule one out; anything else must fail at once, never be repeated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy.exc import OperationalError
@@ -20,7 +21,7 @@ class _Orig(Exception):
         self.sqlstate = sqlstate
 
 
-def failing(times: int, sqlstate: str | None) -> tuple[list[int], object]:
+def failing(times: int, sqlstate: str | None) -> tuple[list[int], Callable[[], str]]:
     calls: list[int] = []
 
     def transaction() -> str:
@@ -36,21 +37,21 @@ def failing(times: int, sqlstate: str | None) -> tuple[list[int], object]:
 def test_a_conflict_is_run_again_and_each_retry_is_logged(
     sqlstate: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(deploy_claims.time, "sleep", lambda _s: None)
+    monkeypatch.setattr("lsm.inventory.deploy_claims.time.sleep", lambda _s: None)
     calls, transaction = failing(2, sqlstate)
     with caplog.at_level(logging.WARNING, logger=deploy_claims.__name__):
-        assert deploy_claims.retry_conflicts(transaction, "a result write") == "written"  # type: ignore[arg-type]
+        assert deploy_claims.retry_conflicts(transaction, "a result write") == "written"
     assert len(calls) == 3
     assert [r.getMessage().count("deadlock") for r in caplog.records] == [1, 1]
 
 
 def test_other_errors_and_the_last_try_are_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deploy_claims.time, "sleep", lambda _s: None)
+    monkeypatch.setattr("lsm.inventory.deploy_claims.time.sleep", lambda _s: None)
     calls, transaction = failing(1, "23505")  # a unique violation: the content, not a conflict
     with pytest.raises(OperationalError):
-        deploy_claims.retry_conflicts(transaction, "a give-back")  # type: ignore[arg-type]
+        deploy_claims.retry_conflicts(transaction, "a give-back")
     assert len(calls) == 1
     calls, transaction = failing(deploy_claims.TRIES, "40P01")
     with pytest.raises(OperationalError):
-        deploy_claims.retry_conflicts(transaction, "a give-back")  # type: ignore[arg-type]
+        deploy_claims.retry_conflicts(transaction, "a give-back")
     assert len(calls) == deploy_claims.TRIES

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -49,9 +50,9 @@ def seeded(db: Database) -> Database:
     return db
 
 
-def all_ids(db: Database, **filters: object) -> list[str]:
+def all_ids(db: Database, **filters: Any) -> list[str]:
     with db.read() as session:
-        return [r.id for r in q.list_resources(session, ENV, limit=1000, **filters)]  # type: ignore[arg-type]
+        return [r.id for r in q.list_resources(session, ENV, limit=1000, **filters)]
 
 
 def test_listing_is_in_id_order_and_filters_each_column(seeded: Database) -> None:

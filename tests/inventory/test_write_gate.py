@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -18,10 +19,10 @@ from lsm.inventory.write_gate import WriteGate
 LONG = 60.0
 
 
-def _wait_until(condition: object, what: str) -> None:
+def _wait_until(condition: Callable[[], object], what: str) -> None:
     """Poll ``condition()`` (bounded by a count, not asserted on time)."""
     for _ in range(10_000):
-        if condition():  # type: ignore[operator]
+        if condition():
             return
         time.sleep(0.001)
     raise AssertionError(f"never happened: {what}")

@@ -54,7 +54,7 @@ def test_an_operation_without_its_input_is_not_possible(op: Operation, missing: 
 
 def test_an_unknown_operation_is_not_possible() -> None:
     with pytest.raises(OperationNotPossible, match="unknown"):
-        apply_operation("demote", AttributeSets(candidate=C))  # type: ignore[arg-type]
+        apply_operation("demote", AttributeSets(candidate=C))  # type: ignore[arg-type]  # an unknown operation is the point
 
 
 @pytest.mark.parametrize("op", get_args(Operation))

@@ -174,7 +174,7 @@ def test_state_names_cannot_contain_the_trigger_separator() -> None:
 def test_specs_are_frozen() -> None:
     transfer = TransferSpec(source="a", target="b", trigger="auto")
     with pytest.raises(ValidationError):
-        transfer.target = "c"  # type: ignore[misc]
+        transfer.target = "c"  # type: ignore[misc]  # assigning to a frozen spec is the point
 
 
 def test_direct_construction_also_checks_the_rules() -> None:

@@ -399,7 +399,7 @@ def test_one_function_may_implement_several_bindings_and_marks_stack() -> None:
     assert bindings_of(both) == (rack, site)
     assert getattr(both, IMPLEMENTATION_MARK) == (rack, site)
     with pytest.raises(TypeError):
-        implementation("site")  # type: ignore[arg-type]
+        implementation("site")  # type: ignore[arg-type]  # the wrong type is the point
 
 
 def test_the_garbage_collector_is_paused_during_the_run_and_restored_even_on_error() -> None:

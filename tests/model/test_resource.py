@@ -48,10 +48,10 @@ def test_resources_are_validated_and_frozen() -> None:
     with pytest.raises(ValidationError):
         Port(agent="sw", number="seven")
     with pytest.raises(ValidationError):
-        Host(agent="a", name="h", colour="red")
+        Host(agent="a", name="h", colour="red")  # type: ignore[call-arg]  # the unknown field is the point
     h = Host(agent="a", name="h")
     with pytest.raises(ValidationError):
-        h.name = "other"  # type: ignore[misc]
+        h.name = "other"  # type: ignore[misc]  # assigning to a frozen resource is the point
 
 
 def test_model_copy_recomputes_the_id() -> None:
@@ -106,4 +106,4 @@ def test_shared_wraps_a_resource_only() -> None:
     assert isinstance(shared(h), Shared)
     assert shared(h).resource is h
     with pytest.raises(TypeError):
-        shared("net::Host[a,name=h]")  # type: ignore[arg-type]
+        shared("net::Host[a,name=h]")  # type: ignore[arg-type]  # the wrong type is the point

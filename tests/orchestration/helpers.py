@@ -74,7 +74,7 @@ def in_one_batch(group: GroupCommit, calls: list[Callable[[], Any]]) -> list[Any
             thread = threading.Thread(target=call, args=(i,))
             thread.start()
             threads.append(thread)
-            wait_until(lambda n=i + 1: group._queue.qsize() >= n, f"call {i} queued")
+            wait_until(lambda n=i + 1: group._queue.qsize() >= n, f"call {i} queued")  # type: ignore[misc]  # mypy types no lambda default
     for thread in threads:
         thread.join(DEFAULT_SECONDS)
     return answers
@@ -154,7 +154,7 @@ class Driver:
 
     # -- paths to every stable state of `simple` ---------------------------------------------
     def reach(self, state: str) -> InstanceOut:
-        paths: dict[str, tuple[str, Any]] = {
+        paths: dict[str, tuple[str, Callable[[InstanceOut], InstanceOut]]] = {
             "rejected": ("start", lambda i: self.validate(i, False)),
             "creating": ("start", lambda i: self.validate(i, True)),
             "up": ("creating", lambda i: self.deploy(i, True)),

@@ -4,6 +4,8 @@ docs/semantics.md §1 ("Expert steps"), and a refused step writes nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lsm.errors import ExpertModeOff, InvalidAttributes, InvalidInput
@@ -53,7 +55,7 @@ def test_expert_steps_change_the_desired_state_only_where_the_rules_say(engine: 
         ctx, ForceAttributes("thing", up.id, written.version, {"rollback": None}, "x")
     )
     assert same.desired_state_version == written.desired_state_version  # rollback is not exported
-    broken = {"active": {**(up.active_attributes or {}), "size": "x"}}
+    broken: dict[str, dict[str, Any] | None] = {"active": {**(up.active_attributes or {}), "size": "x"}}
     with pytest.raises(InvalidAttributes) as bad:
         engine.orchestrator.execute(ctx, ForceAttributes("thing", up.id, same.version, broken, "x"))
     assert [e["path"] for e in bad.value.errors] == ["active.size"]

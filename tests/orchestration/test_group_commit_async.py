@@ -49,7 +49,7 @@ def _on_a_loop(
             wakes.append(1)
             return real(callback, *args, **kwargs)
 
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign,assignment]  # counting the wake-ups of this one loop
         tasks = [asyncio.ensure_future(call()) for call in calls]
         return await asyncio.gather(*tasks, return_exceptions=True)
 

@@ -13,6 +13,7 @@ import itertools
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any
 
 import pytest
@@ -76,7 +77,7 @@ class Rows:
 
 def _in_one_batch(group: GroupCommit, calls: list[tuple[Callable[[Session], Any], Any]]) -> list[Any]:
     """Queue ``(work, plan)`` calls in this order behind a gate (one batch); their answers."""
-    return in_one_batch(group, [lambda w=work, p=plan: group.run(w, plan=p) for work, plan in calls])
+    return in_one_batch(group, [partial(group.run, work, plan=plan) for work, plan in calls])
 
 
 @pytest.fixture
@@ -274,7 +275,7 @@ def test_a_batch_answers_as_its_commands_run_one_by_one_in_order(
     things = [driver.reach("up") for _ in range(3)]
     versions = [t.version for t in things]
     sizes: list[Any] = [(t.candidate_attributes or t.active_attributes or {}).get("size") for t in things]
-    calls, expected = [], []
+    calls, expected = [], list[Any]()
     for n, (which, base, valid) in enumerate(commands):
         thing = things[which]
         # "as_read": the version the batch's snapshot shows, stale once an earlier item wrote it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_stale_current_version_is_a_409_and_changes_nothing(engine: ApiRuntime) 
     ],
 )
 def test_invalid_create_names_the_attribute(
-    engine: ApiRuntime, attributes: dict, path: str, reason: str
+    engine: ApiRuntime, attributes: dict[str, Any], path: str, reason: str
 ) -> None:
     with pytest.raises(InvalidAttributes) as err:
         engine.facades.inventory.create_instance(RequestContext.local(), "thing", attributes)
@@ -64,7 +65,7 @@ def test_changing_an_rw_attribute_is_refused(engine: ApiRuntime) -> None:
     assert err.value.errors == [
         {"path": "name", "reason": "'rw' attribute: set at creation, read-only afterwards"}
     ]
-    assert driver.update(up, name=up.active_attributes["name"], size=4).state == "update_start"  # type: ignore[index]
+    assert driver.update(up, name=up.active_attributes["name"], size=4).state == "update_start"  # type: ignore[index]  # an instance that is up has its active set
 
 
 def test_duplicate_identity_is_a_409_naming_the_clash(engine: ApiRuntime) -> None:

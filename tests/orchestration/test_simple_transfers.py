@@ -71,9 +71,11 @@ CASES: dict[int, tuple[str, Action, str, int, str]] = {
 }
 
 
-@pytest.mark.parametrize(
-    "number", sorted(CASES, key=lambda n: (abs(n), n < 0)), ids=lambda n: f"T{abs(n)}{'err' if n < 0 else ''}"
-)
+#: each transfer's number, its error case right after it
+NUMBERS = sorted(CASES, key=lambda n: (abs(n), n < 0))
+
+
+@pytest.mark.parametrize("number", NUMBERS, ids=lambda n: f"T{abs(n)}{'err' if n < 0 else ''}")
 def test_transfer(engine: ApiRuntime, number: int) -> None:
     driver = Driver(engine)
     source, action, destination, bumps, last_trigger = CASES[number]

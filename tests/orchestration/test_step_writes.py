@@ -25,7 +25,7 @@ from tests.orchestration.helpers import Driver, outcome
 
 def stored(engine: ApiRuntime, instance_id: str) -> dict[str, Any]:
     """The step columns of ``instance_id`` as the database holds them (a fresh read)."""
-    table = InstanceRow.__table__  # type: ignore[attr-defined]
+    table = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     with engine.db.read() as session:
         row = session.connection().execute(select(table).where(table.c.id == instance_id)).one()
     return {name: getattr(row, name) for name in STEP_COLUMNS}

@@ -190,7 +190,7 @@ def test_every_connection_ended_three_times_during_a_burst_strands_nothing(
     with ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(burst.order, f"n{i}") for i in range(ORDERS)]
         for fault in range(1, FAULTS + 1):
-            wait_until(lambda f=fault: burst.count() >= ORDERS * f // (FAULTS + 1), f"{fault}/4 of the burst")
+            wait_until(lambda f=fault: burst.count() >= ORDERS * f // (FAULTS + 1), f"{fault}/4 of the burst")  # type: ignore[misc]  # mypy types no lambda default
             wait_until(lambda: compile_running(database_url), "a compile runs", seconds=120)
             ended.append(terminate_every_backend(database_url))
         for future in futures:

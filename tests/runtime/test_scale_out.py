@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
-from sqlmodel import select
+from sqlmodel import col, select
 
 from lsm.facade import RequestContext
 from lsm.inventory.tables import CompileRow
@@ -168,8 +168,8 @@ def test_two_workers_share_the_work_and_one_killed_mid_batch_loses_nothing(
             )
             with engine.db.read() as session:
                 active = session.exec(
-                    select(CompileRow).where(CompileRow.status.in_(["queued", "running"]))
-                ).all()  # type: ignore[attr-defined]
+                    select(CompileRow).where(col(CompileRow.status).in_(["queued", "running"]))
+                ).all()
             return states == Counter({"update_inprogress": COUNT}) and not active
 
         if not wait_for(all_through, timeout=300):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -36,7 +36,12 @@ class Probe(partial.AbstractSelector):
             binding=cache.get_binding(self.env, "port").name,
             lifecycle=cache.get_lifecycle(self.env, "port"),
         )
-        return {"site": [cache.get_instance(self.env, "site", i) for i in self.requested_instances]}
+        return {
+            "site": [
+                cast(dict[str, Any], cache.get_instance(self.env, "site", i))
+                for i in self.requested_instances
+            ]
+        }
 
 
 class WholeGroups(partial.TreeSelector):
@@ -92,4 +97,4 @@ def test_tree_selector_and_registration(db: Database) -> None:
         REGISTERED.pop("WholeGroups")
     assert selection.instances == {**tree_selection(tree), "site": [site]}
     with pytest.raises(TypeError):
-        global_cache.set_selector_factory(dict)  # type: ignore[arg-type]
+        global_cache.set_selector_factory(dict)  # type: ignore[arg-type]  # the wrong type is the point

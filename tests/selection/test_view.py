@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import event as sa_event
 
@@ -75,7 +77,7 @@ def test_attribute_comes_from_the_set_the_compile_chooses(db: Database) -> None:
     values = view.attributes(router)
     assert values is not None
     with pytest.raises(TypeError):
-        values["name"] = "changed"  # type: ignore[index]
+        values["name"] = "changed"  # type: ignore[index]  # writing to a read-only view is the point
     assert inv.view().attribute(router, "name") == "active-name"  # the default chooser
 
 
@@ -187,7 +189,7 @@ def test_a_tree_walk_costs_the_same_for_10_and_1000_trees(db: Database) -> None:
     assert large <= 7
 
 
-def _plans(db: Database, run: object) -> list[str]:
+def _plans(db: Database, run: Callable[[], object]) -> list[str]:
     """SQLite's query plan of every statement ``run()`` sends (parameters included)."""
     sent: list[tuple[str, object]] = []
 
@@ -196,12 +198,12 @@ def _plans(db: Database, run: object) -> list[str]:
 
     sa_event.listen(db.read_engine, "before_cursor_execute", _record)
     try:
-        run()  # type: ignore[operator]
+        run()
     finally:
         sa_event.remove(db.read_engine, "before_cursor_execute", _record)
     with db.read_engine.connect() as conn:
         return [
-            " | ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {s}", p).fetchall())  # type: ignore[arg-type]
+            " | ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {s}", p).fetchall())  # type: ignore[arg-type]  # the statement's parameters as sent, a tuple or a dict
             for s, p in sent
             if s.lstrip().upper().startswith("SELECT")
         ]

@@ -23,7 +23,7 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
 @dataclass(eq=False)
 class Job:
     label: str
-    body: Callable[[Job], None]
+    body: Callable[[Job], object]
     limit: float | None = None
     started: float | None = None
     outcome: str | None = None

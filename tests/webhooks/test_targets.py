@@ -22,8 +22,8 @@ from lsm.inventory import webhooks as store
 from lsm.inventory.database import Database
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.webhook_send import WebhookSender
-from lsm.services.webhook_targets import check_registration, pinned, rule_of
 from lsm.testing import served_url
+from lsm.webhooks.targets import check_registration, pinned, rule_of
 from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy, queue_pings
 
 PUBLIC = "93.184.216.34"

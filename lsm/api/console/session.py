@@ -122,7 +122,7 @@ def console_context(request: Request) -> RequestContext:
 class ConsoleAccess(Access):
     """``Access`` for console routes: the same roles and scopes, the caller from the console session."""
 
-    def __call__(self, request: Request) -> None:  # type: ignore[override]
+    def __call__(self, request: Request) -> None:  # type: ignore[override]  # a FastAPI dependency of its own: only the request, sync
         if not is_ready(request):
             raise ConsoleUnavailable()
         ctx = remembered_environment(console_context(request), request)
