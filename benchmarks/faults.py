@@ -61,6 +61,8 @@ from lsm.inventory.tables import InstanceRow, LeaseRow
 MODEL = Path(__file__).resolve().parent / "deploy_model.py"
 ENTITY = "nothing"
 #: what a log must never say (the issue's bar for "no deadlock, no crash")
+#: how often one order is sent again after a 503 before it counts as refused
+RETRIES_503 = 10
 PROBLEMS = re.compile(r"deadlock|Traceback", re.IGNORECASE)
 
 
@@ -201,7 +203,10 @@ async def send_orders(
     base_url: str, names: list[str], *, concurrency: int, span: float = 0.0
 ) -> dict[str, Any]:
     """POST one order per name (``concurrency`` in flight; spread over ``span`` seconds when
-    given); an order is accepted on a 200. Failures (a server being killed) are counted."""
+    given); an order is accepted on a 200. A 503 is the server saying "the database, try
+    again": the order is sent again after its ``Retry-After`` with the same ``Idempotency-Key``
+    (so it is taken once), as a client should; each 503 is counted. Other failures (a server
+    being killed) are counted and the order is not sent again."""
     gate = asyncio.Semaphore(concurrency)
     accepted: list[str] = []
     errors: Counter[str] = Counter()
@@ -211,11 +216,20 @@ async def send_orders(
         if span:
             await asyncio.sleep(max(0.0, began + span * i / len(names) - time.monotonic()))
         async with gate:
-            try:
-                r = await client.post(f"{INVENTORY}/{ENTITY}", json={"attributes": {"name": name}})
-            except httpx.HTTPError as exc:
-                errors[type(exc).__name__] += 1
-                return
+            for _ in range(RETRIES_503):
+                try:
+                    r = await client.post(
+                        f"{INVENTORY}/{ENTITY}",
+                        json={"attributes": {"name": name}},
+                        headers={"Idempotency-Key": f"order-{name}"},
+                    )
+                except httpx.HTTPError as exc:
+                    errors[type(exc).__name__] += 1
+                    return
+                if r.status_code != 503:
+                    break
+                errors["HTTP 503 (sent again)"] += 1
+                await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
             if r.status_code == 200:
                 accepted.append(str(r.json()["id"]))
             else:
