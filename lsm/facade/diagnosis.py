@@ -38,16 +38,16 @@ from typing import Any
 from sqlalchemy import RowMapping
 from sqlmodel import Session
 
-from lsm.deploy.agent import lease_name
 from lsm.inventory import deploy_queries, diagnosis_queries, halts
 from lsm.inventory.batches import aware
+from lsm.inventory.deploy_leases import lease_name
 from lsm.inventory.deploy_queries import DeployState
+from lsm.inventory.leases import SQLITE_WORKER, process_gone
 from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.lifecycle import EXPORT_FAILED
 from lsm.model.meta import MetaError, meta_of
+from lsm.schemas.deploy import OPEN_STATUSES, ResourceStatus
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
-from lsm.services.leases import process_gone
-from lsm.services.singleton import NAME as SQLITE_WORKER
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")
@@ -194,8 +194,13 @@ class Diagnosis:
         if record is None or not planned:
             return []
         mine = [rows[rid] for rid in record.resource_ids if rid in rows]
-        failing = [r for r in mine if r["status"] == "failed" or (r["status"] == "pending" and r["attempts"])]
-        skipped = [r for r in mine if r["status"] == "skipped"]
+        failing = [
+            r
+            for r in mine
+            if r["status"] == ResourceStatus.FAILED
+            or (r["status"] == ResourceStatus.PENDING and r["attempts"])
+        ]
+        skipped = [r for r in mine if r["status"] == ResourceStatus.SKIPPED]
         if failing:
             return [self._failed(failing[0])]
         if skipped:
@@ -211,11 +216,11 @@ class Diagnosis:
                     requires=sorted(row["requires"] or []),
                 )
                 for row in path
-                if row["status"] == "skipped"
+                if row["status"] == ResourceStatus.SKIPPED
             ]
             root = path[-1]
-            return links + ([self._failed(root)] if root["status"] == "failed" else [])
-        waiting = [r for r in mine if r["status"] in ("deploying", "pending")]
+            return links + ([self._failed(root)] if root["status"] == ResourceStatus.FAILED else [])
+        waiting = [r for r in mine if r["status"] in OPEN_STATUSES]
         return (self._held(waiting) or self._waiting(waiting)) if waiting else []
 
     def _failed(self, row: RowMapping) -> Cause:
@@ -223,7 +228,7 @@ class Diagnosis:
         retry = self._retry_of(rid)
         message = f"resource {rid} failed: {row['last_error'] or 'no error message'}"
         at = row["next_attempt_at"]
-        if row["status"] == "pending" and attempts:  # the engine tries again
+        if row["status"] == ResourceStatus.PENDING and attempts:  # the engine tries again
             of = "for ever" if retry == -1 else f"of {retry}"
             message += f", retry {attempts} {of} at {clock(at)}"
         elif attempts > 1:
@@ -233,12 +238,12 @@ class Diagnosis:
             message,
             "resource",
             rid,
-            at if row["status"] == "pending" else row["last_action_at"],
+            at if row["status"] == ResourceStatus.PENDING else row["last_action_at"],
             agent=row["agent"],
             attempts=attempts,
             retry=retry,
             error=row["last_error"],
-            final=row["status"] == "failed",
+            final=row["status"] == ResourceStatus.FAILED,
         )
 
     def _retry_of(self, resource_id: str) -> int | None:
@@ -263,7 +268,7 @@ class Diagnosis:
                 return [self._waits_for_agent(row), stale]
         agent, row = sorted(by_agent.items())[0]
         lease = held.get(lease_name(self.s.env_id, agent))
-        if row["status"] == "deploying":
+        if row["status"] == ResourceStatus.DEPLOYING:
             message = f"agent {agent} is deploying resource {row['resource_id']}"
         elif lease is None:
             message = f"resource {row['resource_id']} waits for agent {agent}, which no agent process holds"
@@ -376,7 +381,7 @@ class Diagnosis:
         """Resources waiting (``pending``) for an agent the brake holds: the resource, then the
         halt or the pause; nothing when no waiting resource is held."""
         brake = self._brake()
-        held = [r for r in rows if r["status"] == "pending" and brake.holds(r["agent"])]
+        held = [r for r in rows if r["status"] == ResourceStatus.PENDING and brake.holds(r["agent"])]
         if not held:
             return []
         row = held[0]

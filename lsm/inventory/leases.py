@@ -18,6 +18,9 @@ from sqlmodel import Session, col
 from lsm.inventory.batches import aware
 from lsm.inventory.tables import LeaseRow
 
+#: the lease of the one compile worker process of a SQLite database (``lsm.services.singleton``)
+SQLITE_WORKER = "sqlite-worker"
+
 
 def acquire(
     session: Session,

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from lsm.errors import ConfigurationError
 from lsm.inventory.database import Database
+from lsm.inventory.leases import SQLITE_WORKER
 from lsm.services.leases import Lease, process_gone, process_identity
 
-NAME = "sqlite-worker"
+NAME = SQLITE_WORKER
 
 
 class AnotherWorkerRunning(ConfigurationError):
