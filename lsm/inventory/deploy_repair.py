@@ -32,7 +32,7 @@ def repair_if_due(session: Session, env_id: str, now: datetime, interval: float)
         return 0
     row = session.get(ScheduleRow, (env_id, REPAIR_JOB), with_for_update=True)
     if row is None:
-        session.add(ScheduleRow(env_id=env_id, job=REPAIR_JOB, last_tick=now))
+        _start_clock(session, env_id, now)
         return 0
     last = utc(row.last_tick)
     if last is not None and (now - last).total_seconds() < interval:
@@ -60,6 +60,22 @@ def repair_if_due(session: Session, env_id: str, now: datetime, interval: float)
             .values(status=ResourceStatus.PENDING, next_attempt_at=None)
         )
     return len(ids)
+
+
+def _start_clock(session: Session, env_id: str, now: datetime) -> None:
+    """The first look at ``env_id`` stores its tick. Agent processes start together and look at
+    once: on PostgreSQL the insert gives way to a row another one inserted meanwhile (its
+    clock started: nothing to do), where a plain insert failed the look with a duplicate key.
+    On SQLite the write transaction is exclusive."""
+    if session.connection().dialect.name != "postgresql":
+        session.add(ScheduleRow(env_id=env_id, job=REPAIR_JOB, last_tick=now))
+        return
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    table = ScheduleRow.__table__  # type: ignore[attr-defined]
+    session.connection().execute(
+        pg_insert(table).values(env_id=env_id, job=REPAIR_JOB, last_tick=now).on_conflict_do_nothing()
+    )
 
 
 __all__ = ["REPAIR_JOB", "repair_if_due"]

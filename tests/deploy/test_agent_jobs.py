@@ -1,5 +1,6 @@
 """The agent split by job: a claim only claims, a plan and a recovery pass are work of their own,
-the keepalive only keeps alive, the repair runs on its own schedule.
+the keepalive only keeps alive, the repair runs on its own schedule (and agents that look at
+once start its clock once).
 
 On SQLite and PostgreSQL, with an agent driven by hand in the test's thread.
 """
@@ -8,11 +9,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from lsm.deploy.batches import DeployWork
 from lsm.deploy.work import Job
+from lsm.inventory import deploy_repair
+from lsm.inventory.database import Database
+from lsm.inventory.tables import ScheduleRow
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy.agents import Clock, agent_for, export, file, run, status
 
@@ -85,3 +93,44 @@ def test_diagnosis_formats_lease_names_without_loading_the_deploy_agent() -> Non
     code = "import sys, lsm.facade.diagnosis; print('lsm.deploy.agent' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_agent_processes_that_look_at_once_start_the_repair_clock_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two agent processes start together and look at an environment's repair at once: the one
+    that finds the clock row missing after the other inserted it gives way (a duplicate key
+    failed its look, with a traceback in the agent's log)."""
+    if db.is_sqlite:
+        pytest.skip("SQLite's write transaction is exclusive: two looks can not overlap")
+    env_id, now = "env-1", Clock().now
+    inserted, about_to_insert = threading.Event(), threading.Event()
+    start_clock = deploy_repair._start_clock
+
+    def late(session: Any, env: str, at: Any) -> None:
+        if threading.current_thread().name == "second":
+            about_to_insert.set()  # it read no row: the first look has not committed yet
+        start_clock(session, env, at)
+
+    monkeypatch.setattr(deploy_repair, "_start_clock", late)
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        inserted.wait()
+        try:
+            with db.write() as session:
+                assert deploy_repair.repair_if_due(session, env_id, now, 60) == 0
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=second, name="second")
+    thread.start()
+    with db.write() as session:
+        assert deploy_repair.repair_if_due(session, env_id, now, 60) == 0
+        inserted.set()
+        assert about_to_insert.wait(60)
+    thread.join()
+
+    assert errors == []
+    with db.read() as session:
+        assert session.get(ScheduleRow, (env_id, deploy_repair.REPAIR_JOB)) is not None
