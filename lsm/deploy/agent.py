@@ -141,7 +141,9 @@ class AgentService:
         try:
             self.recovery.sweep(self.clock(), self.claiming.running())
         except Exception:
-            log.exception("agent %s: the recovery pass failed (tried again at the keepalive)", self.owner)
+            log.exception(
+                "agent %s: the recovery pass failed (tried again at the next heartbeat)", self.owner
+            )
 
     def repair(self) -> None:
         """The periodic repair's schedule (``lsm.deploy.repairs``), at this heartbeat's time."""

@@ -215,7 +215,7 @@ class DeployWork:
             try:
                 self.give_back(self.env_id, [c.resource_id for c in self.claimed])
             except Exception:
-                log.exception("could not give back the batch (the keepalive takes it back)")
+                log.exception("could not give back the batch (the recovery pass takes it back)")
         finally:
             self.done(self)
 

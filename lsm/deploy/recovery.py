@@ -1,7 +1,7 @@
 """``Recovery``: take back what a dead or stalled holder left, and finish interrupted feedback.
 
 Why a pass of its own, run when an agent process starts, takes over an agent name, and on every
-keepalive, and not left to the periodic repair (``deploy_repair_interval``, 600 s by default):
+heartbeat, and not left to the periodic repair (``deploy_repair_interval``, 600 s by default):
 work must never wait for a timer that long because a process died. Two things can be left:
 
 * **Claims** (``deploying`` rows). A claim belongs to the agent process that made it
@@ -20,7 +20,7 @@ Both reads go through what is pending only (the partial index of claimed rows, t
 feedback table), so a pass costs the work left behind, not the size of the inventory.
 
 The pass runs as work of its own (``RecoveryPasses``: when the process starts and after it took
-names over) and on the agent's keepalive; a claim never runs it.
+names over) and on every heartbeat of the service loop; a claim never runs it.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class Recovery:
         return done
 
     def sweep(self, now: datetime, running: Collection[str]) -> None:
-        """The whole pass (start, keepalive): stale claims, then interrupted feedback."""
+        """The whole pass (start, take-over, heartbeat): stale claims, then interrupted feedback."""
         self.take_back_stale(now, running)
         self.finish_feedback(now)
 
@@ -147,7 +147,7 @@ class RecoveryPasses:
         """A pass holds no lease of its own."""
 
     def release(self, running: object) -> None:
-        """Nothing to give back: an interrupted pass is run again by the next keepalive."""
+        """Nothing to give back: an interrupted pass is run again at the next heartbeat."""
 
 
 __all__ = ["Recovery", "RecoveryPasses"]

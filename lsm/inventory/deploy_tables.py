@@ -99,7 +99,7 @@ lsm_resource_state = Table(
     Index("ix_lsm_resource_state_env", "env_id", "resource_id"),
     Index("ix_lsm_resource_state_status", "env_id", "status", "resource_id"),
     Index("ix_lsm_resource_state_type", "env_id", "resource_type", "resource_id"),
-    # "claims older than the lease" (re-examined on each keepalive); partial: only claimed rows
+    # "claims older than the lease" (re-examined by each recovery pass); partial: only claimed rows
     Index(
         "ix_lsm_resource_state_claimed",
         "claimed_at",
