@@ -10,11 +10,12 @@ Two measurements, each on a fresh database (SQLite file, or a schema on ``--data
   directory: the engine plus the file system);
 * **schedule one set**: a base of N sets (``--bases``, one resource each, all deployed), then
   ``--repeat`` partial versions that each change one set; timed is the engine's work before the
-  handler runs: ``AgentService.claim()`` (plan the new version, find the open names, claim the
+  handler runs: ``claim`` below (plan the new version, find the open names, claim the
   changed resource). Median and p95 in milliseconds, after a warm-up of 2 changes per agent
   name (until the agent holds its names, as a running agent does).
 
-The agent runs in this thread (``claim`` then ``run``), as the service loop's runner would.
+The agent runs in this thread (``claim`` then ``run``), as the service loop's runner would: its
+work sources in order (recovery passes, plans, claims), each job run until a batch is claimed.
 Figures are printed and written to ``benchmarks/results/deploy-<backend>-<stamp>.json``.
 """
 
@@ -38,6 +39,7 @@ from benchmarks import report
 from benchmarks.backend import backend_name, fresh_database
 from benchmarks.stats import percentile
 from lsm.deploy.agent import AgentService
+from lsm.deploy.batches import DeployWork
 from lsm.deploy.jail import Jail
 from lsm.desired_state.records import ExportRequest, ResourceRecord
 from lsm.inventory.database import Database
@@ -89,6 +91,15 @@ def _agent(engine: ApiRuntime, args: argparse.Namespace, workdir: Path) -> Agent
     )
 
 
+def claim(agent: AgentService) -> DeployWork | None:
+    """The agent's next batch, the jobs due before it (a recovery pass, a plan) run first."""
+    while True:
+        work = next((w for source in agent.sources if (w := source.claim()) is not None), None)
+        if work is None or isinstance(work, DeployWork):
+            return work
+        work.run()
+
+
 def _record(n: int, agents: int, value: int = 0) -> ResourceRecord:
     """The stored form of ``std::Null(agent=agent-<n % agents>, name=r<n>, data=value)``."""
     agent = f"agent-{n % agents}"
@@ -131,7 +142,7 @@ def first_deploy(
             agent = _agent(engine, args, workdir)
             started = time.perf_counter()
             batches = 0
-            while (work := agent.claim()) is not None:
+            while (work := claim(agent)) is not None:
                 work.run()
                 batches += 1
             elapsed = time.perf_counter() - started
@@ -191,7 +202,7 @@ def schedule_one_set(args: argparse.Namespace, base: int, workdir: Path) -> dict
                     env_id, ExportRequest(kind="partial", sets={f"set-{n}": [_record(n, args.agents, step)]})
                 )
                 started = time.perf_counter()
-                work = agent.claim()
+                work = claim(agent)
                 if step > warmup:
                     times.append((time.perf_counter() - started) * 1000)
                 if work is None or len(work.claimed) != 1:

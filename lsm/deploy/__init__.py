@@ -1,8 +1,9 @@
 """lsm.deploy: the deploy engine. Handlers (``handler``), their registry, and the agent that runs them.
 
 The engine (docs/architecture.md §9): ``Planner`` (new versions -> resource-state rows),
-``AgentService`` (leased agent names, claims, a work source of the service loop), ``Executor``
-(one resource under its metaparameters), ``Feedback`` (resource-based lifecycle transfers).
+``AgentService`` (a process's agent, assembled from pieces named for their jobs: ``names``,
+``claiming``, ``batches``, ``recovery``, ``repairs``), ``Executor`` (one resource under its
+metaparameters), ``Feedback`` (resource-based lifecycle transfers).
 
 Public for handler authors (re-exported as ``lsm.CRUDHandler`` etc.): ``Handler``, ``CRUDHandler``,
 ``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``handler``.

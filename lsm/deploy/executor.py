@@ -23,7 +23,7 @@ exception does. Valid findings travel on the ``Result`` and the agent stores the
 
 Any exception, a missing handler (``NoHandler``) and stored attributes that do not fit the
 handler's class all end as an ``error`` action with the message and traceback in its log lines.
-The per-resource time limit is enforced by the agent (``lsm.deploy.agent``), which runs this in
+The per-resource time limit is enforced by the agent (``lsm.deploy.batches``), which runs this in
 a thread it can give up on.
 """
 
@@ -44,9 +44,11 @@ from lsm.deploy.materialize import run_handler
 from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import check_discovery_output
+from lsm.inventory.deploy_claiming import Claimed
 from lsm.inventory.deploy_plan import desired_hash
-from lsm.inventory.deploy_state import Claimed, Result
+from lsm.inventory.deploy_results import Result
 from lsm.model.meta import DEFAULT_META, Meta, MetaError, meta_of
+from lsm.schemas.deploy import ResourceStatus
 
 #: handler actions that change the target (with noop: reported, not applied)
 CHANGING = frozenset({"create", "update", "delete"})
@@ -101,7 +103,9 @@ class Executor:
     ) -> Result:
         now = self.clock()
         if record is None:  # gone from the desired state since it was planned: the next plan drops it
-            return self._result(item, "pending", ran_hash=item.desired_hash, now=now, action=None)
+            return self._result(
+                item, ResourceStatus.PENDING, ran_hash=item.desired_hash, now=now, action=None
+            )
         attributes_text, requires_text = record
         ran_hash = desired_hash(attributes_text, requires_text)
         attributes: dict[str, Any] = json.loads(attributes_text)
@@ -120,7 +124,7 @@ class Executor:
         if not allowed:
             return self._result(
                 item,
-                "pending",
+                ResourceStatus.PENDING,
                 ran_hash=ran_hash,
                 now=now,
                 action=None,
@@ -139,11 +143,11 @@ class Executor:
         changes = {k: {"current": c.current, "desired": c.desired} for k, c in ctx.changes.items()}
         if noop:
             found = ctx.action in CHANGING
-            status = "noop_pending" if found else "deployed"
+            status = ResourceStatus.NOOP_PENDING if found else ResourceStatus.DEPLOYED
             action = "noop" if found else "read"
         else:
-            status, action = "deployed", ctx.action
-        deployed = status == "deployed"
+            status, action = ResourceStatus.DEPLOYED, ctx.action
+        deployed = status == ResourceStatus.DEPLOYED
         return self._result(
             item,
             status,
@@ -200,7 +204,7 @@ class Executor:
     ) -> Result:
         attempts = item.attempts + 1
         decision = after_failure(meta, attempts, now)
-        status = "failed" if decision.final else "pending"
+        status = ResourceStatus.FAILED if decision.final else ResourceStatus.PENDING
         message = f"{type(exc).__name__}: {exc}"
         lines = [_line(line) for line in logs]
         lines.append(

@@ -11,6 +11,9 @@ the follow-up compile in one transaction. This module only decides *when*:
 * all resources ``deployed`` (or none at all) -> success; all final and one ``failed`` or
   ``skipped`` -> failure; anything still ``pending`` / ``deploying`` / ``noop_pending`` -> wait.
 
+Deciding and handing off are apart: ``decide`` works out the outcomes from what was read, and
+``hand_off`` is the one call site that gives them to the orchestrator.
+
 Firing twice for one outcome is harmless: a self transfer with no operation (``up -> up``) is
 not executed (no version bump, no event line, no compile), and a transfer already taken leaves
 the instance in a state where the outcome fires nothing new. The actor is ``system``.
@@ -19,13 +22,16 @@ the instance in a state where the outcome fires nothing new. The actor is ``syst
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 from lsm.errors import LsmError
 from lsm.inventory import deploy_feedback
 from lsm.inventory.database import Database
+from lsm.inventory.deploy_feedback import InstanceDeploy
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.orchestration.commands import ResourceOutcome
+from lsm.schemas.deploy import FINAL_STATUSES, ResourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +39,33 @@ log = logging.getLogger(__name__)
 def outcome_of(statuses: Iterable[str]) -> bool | None:
     """``True``: all deployed (or none); ``False``: all final, one failed or skipped; ``None``: wait."""
     seen = list(statuses)
-    if any(s not in ("deployed", "failed", "skipped") for s in seen):
+    if any(s not in FINAL_STATUSES for s in seen):
         return None
-    return all(s == "deployed" for s in seen)
+    return all(s == ResourceStatus.DEPLOYED for s in seen)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One instance's deploy outcome, decided: the command and the state it was decided in."""
+
+    command: ResourceOutcome
+    #: the instance's state when the outcome was decided (did the transfer move it on?)
+    state: str
+
+
+def hand_off(orchestrator: Orchestrator, ctx: EnvironmentContext, outcomes: Sequence[Outcome]) -> int:
+    """Hand decided outcomes to the orchestrator, the one place that changes an instance's
+    state; returns how many moved an instance on. The only call site of the deploy engine into
+    the orchestrator: one command at a time, each in its own transaction, and one refused
+    (a newer version, a state that moved on) is logged without stopping the others."""
+    fired = 0
+    for outcome in outcomes:
+        try:
+            row = orchestrator.execute(ctx, outcome.command)
+            fired += row.state != outcome.state
+        except LsmError as exc:
+            log.warning("deploy outcome of instance %s not applied: %s", outcome.command.instance_id, exc)
+    return fired
 
 
 class Feedback:
@@ -61,41 +91,52 @@ class Feedback:
         if not found:
             return 0
         ctx = self.contexts(env_id)
-        fired = 0
-        for instance in found:
-            if changed is not None and not any(rid in changed for rid in instance.resource_ids):
-                continue
-            try:
-                binding = ctx.binding(instance.entity)
-                transfers = ctx.lifecycle(binding).transfers_from(instance.state)
-            except LsmError:
-                continue
-            if not any(t.trigger == "resource_based" for t in transfers):
-                continue
-            success = outcome_of(instance.statuses)
-            if success is None:
-                continue
-            failed, skipped = instance.statuses.count("failed"), instance.statuses.count("skipped")
-            message = (
-                "resources deployed"
-                if success
-                else f"resource deploy failed: {failed} failed, {skipped} skipped"
-            )
-            try:
-                before = instance.state
-                row = self.orchestrator.execute(
-                    ctx,
-                    ResourceOutcome(
-                        instance_id=instance.instance_id,
-                        desired_state_version=instance.desired_state_version,
-                        success=success,
-                        message=message,
-                    ),
-                )
-                fired += row.state != before
-            except LsmError as exc:
-                log.warning("deploy outcome of instance %s not applied: %s", instance.instance_id, exc)
+        return hand_off(self.orchestrator, ctx, decide(ctx, found, changed))
+
+    def deliver(
+        self, pending_id: int | None, env_id: str, sets: Collection[str], changed: Collection[str] | None
+    ) -> int:
+        """Run one noted feedback (``lsm_deploy_feedback``), then forget its note (``pending_id``);
+        returns the transfers fired. A crash in between leaves the note to the recovery pass."""
+        fired = self.run(env_id, sets, changed)
+        if pending_id is not None:
+            with self.db.write() as session:
+                deploy_feedback.finish(session.connection(), pending_id)
         return fired
 
 
-__all__ = ["Feedback", "outcome_of"]
+def decide(
+    ctx: EnvironmentContext, found: Iterable[InstanceDeploy], changed: Collection[str] | None
+) -> list[Outcome]:
+    """The outcomes due for ``found``: instances in a state with a resource-based transfer whose
+    resources are all final (and, with ``changed``, own one of those resources)."""
+    outcomes = []
+    for instance in found:
+        if changed is not None and not any(rid in changed for rid in instance.resource_ids):
+            continue
+        try:
+            binding = ctx.binding(instance.entity)
+            transfers = ctx.lifecycle(binding).transfers_from(instance.state)
+        except LsmError:
+            continue
+        if not any(t.trigger == "resource_based" for t in transfers):
+            continue
+        success = outcome_of(instance.statuses)
+        if success is None:
+            continue
+        failed = instance.statuses.count(ResourceStatus.FAILED)
+        skipped = instance.statuses.count(ResourceStatus.SKIPPED)
+        message = (
+            "resources deployed" if success else f"resource deploy failed: {failed} failed, {skipped} skipped"
+        )
+        command = ResourceOutcome(
+            instance_id=instance.instance_id,
+            desired_state_version=instance.desired_state_version,
+            success=success,
+            message=message,
+        )
+        outcomes.append(Outcome(command, instance.state))
+    return outcomes
+
+
+__all__ = ["Feedback", "Outcome", "decide", "hand_off", "outcome_of"]

@@ -12,15 +12,25 @@ a new desired-state version) or that has none moves on at once, without waiting 
 That feedback is noted in the plan's own transaction (``lsm_deploy_feedback``) and forgotten
 once it ran, so a crash in between leaves it to the next agent's recovery pass
 (``lsm.deploy.recovery``).
+
+``Planning`` is the planner as a work source of the service loop: a plan is work of its own,
+never a step of a claim.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from functools import partial
+
 from lsm.deploy.feedback import Feedback
+from lsm.deploy.work import Job
 from lsm.inventory import deploy_feedback, deploy_plan
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import PlanResult
 from lsm.inventory.tables import utcnow
+
+log = logging.getLogger(__name__)
 
 
 class Planner:
@@ -47,14 +57,48 @@ class Planner:
             with self.db.write() as session:  # after the commit: the sample sees the new rows
                 deploy_plan.refresh_statistics(session.connection())
         if result.planned and self.feedback is not None:
-            self.feedback.run(env_id, result.sets)
-            if pending is not None:
-                with self.db.write() as session:
-                    deploy_feedback.finish(session.connection(), pending)
+            self.feedback.deliver(pending, env_id, result.sets, None)
         return result
 
     def plan_due(self) -> list[PlanResult]:
         return [self.plan(env_id) for env_id in self.due()]
 
 
-__all__ = ["Planner"]
+class Planning:
+    """The environments with a new desired-state version, planned as work of the service loop."""
+
+    name = "deploy-plan"
+
+    def __init__(
+        self, planner: Planner, *, stopped: Callable[[], bool], wake: Callable[[str | None], None]
+    ) -> None:
+        self.planner = planner
+        self.stopped = stopped
+        #: the loop's ``wake``: once planned, resources may be ready to claim
+        self.wake = wake
+
+    def claim(self) -> Job | None:
+        if self.stopped():
+            return None
+        due = self.planner.due()
+        if not due:
+            return None
+        return Job(f"deploy plan of {len(due)} environment(s)", partial(self.plan, due))
+
+    def plan(self, env_ids: list[str]) -> None:
+        """Plan each environment; one that fails is logged and planned again on the next look."""
+        for env_id in env_ids:
+            try:
+                self.planner.plan(env_id)
+            except Exception:
+                log.exception("environment %s: the deploy plan failed", env_id)
+        self.wake(None)
+
+    def heartbeat(self, running: object) -> None:
+        """A plan holds no lease: the environment's cursor row is locked in its transaction."""
+
+    def release(self, running: object) -> None:
+        """Nothing to give back: a plan not committed is planned again."""
+
+
+__all__ = ["Planner", "Planning"]

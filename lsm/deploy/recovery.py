@@ -1,7 +1,7 @@
 """``Recovery``: take back what a dead or stalled holder left, and finish interrupted feedback.
 
 Why a pass of its own, run when an agent process starts, takes over an agent name, and on every
-keepalive, and not left to the periodic repair (``deploy_repair_interval``, 600 s by default):
+heartbeat, and not left to the periodic repair (``deploy_repair_interval``, 600 s by default):
 work must never wait for a timer that long because a process died. Two things can be left:
 
 * **Claims** (``deploying`` rows). A claim belongs to the agent process that made it
@@ -18,23 +18,26 @@ work must never wait for a timer that long because a process died. Two things ca
 
 Both reads go through what is pending only (the partial index of claimed rows, the small
 feedback table), so a pass costs the work left behind, not the size of the inventory.
+
+The pass runs as work of its own (``RecoveryPasses``: when the process starts and after it took
+names over) and on every heartbeat of the service loop; a claim never runs it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from lsm.deploy.feedback import Feedback
+from lsm.deploy.work import Job
 from lsm.inventory import deploy_claims, deploy_feedback
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
+from lsm.inventory.deploy_leases import process_lease_name
 
 log = logging.getLogger(__name__)
-
-#: the presence lease of an agent process (renewed by its keepalive)
-PROCESS_PREFIX = "agent-process:"
 
 
 class Recovery:
@@ -50,8 +53,8 @@ class Recovery:
         if not others:
             return set()
         with self.db.read() as session:
-            live = lease_sql.live_holders(session, [PROCESS_PREFIX + o for o in others], now=now)
-        return {o for o in others if PROCESS_PREFIX + o not in live}
+            live = lease_sql.live_holders(session, [process_lease_name(o) for o in others], now=now)
+        return {o for o in others if process_lease_name(o) not in live}
 
     def take_back_names(self, env_id: str, agents: Collection[str], now: datetime) -> int:
         """Rows of these (just taken) agent names claimed by dead holders go back to ``pending``."""
@@ -104,26 +107,47 @@ class Recovery:
             if not mine_failed and row.owner not in dead:
                 continue
             try:
-                self.run(row.id, row.env_id, row.set_names, row.resource_ids)
+                self.feedback.deliver(row.id, row.env_id, row.set_names, row.resource_ids)
                 done += 1
             except Exception:
                 log.exception("environment %s: the interrupted deploy feedback failed again", row.env_id)
         return done
 
-    def run(
-        self, pending_id: int | None, env_id: str, sets: Collection[str], changed: Collection[str] | None
-    ) -> int:
-        """Run one feedback, then forget its row (``pending_id``); returns the transfers fired."""
-        fired = self.feedback.run(env_id, sets, changed)
-        if pending_id is not None:
-            with self.db.write() as session:
-                deploy_feedback.finish(session.connection(), pending_id)
-        return fired
-
     def sweep(self, now: datetime, running: Collection[str]) -> None:
-        """The whole pass (start, keepalive): stale claims, then interrupted feedback."""
+        """The whole pass (start, take-over, heartbeat): stale claims, then interrupted feedback."""
         self.take_back_stale(now, running)
         self.finish_feedback(now)
 
 
-__all__ = ["PROCESS_PREFIX", "Recovery"]
+class RecoveryPasses:
+    """The recovery pass as a work source of the service loop: due when the process starts (it
+    begins by finishing what a dead one left) and again each time it took agent names over."""
+
+    name = "deploy-recovery"
+
+    def __init__(self, run_pass: Callable[[], None], stopped: Callable[[], bool]) -> None:
+        self.run_pass = run_pass
+        self.stopped = stopped
+        self._due = True
+        self._lock = threading.Lock()
+
+    def request(self) -> None:
+        """Names were taken over: the feedback their dead holders left is due."""
+        with self._lock:
+            self._due = True
+
+    def claim(self) -> Job | None:
+        with self._lock:
+            if self._due and not self.stopped():
+                self._due = False
+                return Job("deploy recovery pass", self.run_pass)
+        return None
+
+    def heartbeat(self, running: object) -> None:
+        """A pass holds no lease of its own."""
+
+    def release(self, running: object) -> None:
+        """Nothing to give back: an interrupted pass is run again at the next heartbeat."""
+
+
+__all__ = ["Recovery", "RecoveryPasses"]

@@ -1,6 +1,6 @@
 """``record_discovery``: store one successful run of a discovery resource, or nothing at all.
 
-Why a function of its own: the agent (``lsm.deploy.agent``) runs discovery handlers like any
+Why a function of its own: the agent (``lsm.deploy.batches``) runs discovery handlers like any
 handler; what it must then do with ``HandlerContext.discovered`` is the same for every handler
 and must be right on both backends. A run replaces what the same discovery resource found
 before (docs/semantics.md §6). Bad output (a key that is not a resource id

@@ -25,68 +25,28 @@ A compile or a deploy the instance waits for may be held by the brake (``lsm.inv
 the chain then ends in ``halted`` (the environment is halted) or ``agent_paused`` (the agent of
 a waiting resource is paused), which names who did it, since when, and the command that lets go.
 
-Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides.
+Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides. Rule 3 (the
+resources) is ``lsm.facade.diagnosis_resources``; the situation and the causes every rule words
+are ``lsm.facade.diagnosis_causes``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
-
-from sqlalchemy import RowMapping
-from sqlmodel import Session
-
-from lsm.deploy.agent import lease_name
-from lsm.inventory import deploy_queries, diagnosis_queries, halts
+from lsm.facade.diagnosis_causes import Situation, clock, summary
+from lsm.facade.diagnosis_resources import ResourceRule
+from lsm.inventory import diagnosis_queries
 from lsm.inventory.batches import aware
-from lsm.inventory.deploy_queries import DeployState
-from lsm.inventory.leases import SQLITE_WORKER, owner_gone, process_gone
-from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
+from lsm.inventory.leases import SQLITE_WORKER, owner_gone
+from lsm.inventory.tables import CompileRow
 from lsm.lifecycle import EXPORT_FAILED
-from lsm.model.meta import MetaError, meta_of
-from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
+from lsm.schemas.inventory import Cause, InstanceOut
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")
 
 
-def clock(at: datetime | None) -> str:
-    """A time as a person reads it in one line: ``12:03:05 UTC`` (the ``at`` field has the date)."""
-    return "?" if at is None else f"{aware(at):%H:%M:%S} UTC"
-
-
-def summary(subject: str, chain: list[Cause]) -> str:
-    """The chain read as one line: ``X is in `S` because A because B``."""
-    if not chain or chain[0].kind == "none":
-        return f"{subject}: {chain[0].message}" if chain else subject
-    return f"{subject} because " + " because ".join(c.message for c in chain)
-
-
-@dataclass
-class Situation:
-    """What diagnose read about one instance (the rules below decide from it)."""
-
-    env_id: str
-    instance: InstanceOut
-    #: ``(trigger, target)`` of each transfer out of the instance's state
-    transfers: list[tuple[str, str]]
-    events: list[EventRow]
-    validation: CompileRow | None
-    pending: CompileRow | None
-    #: the instance's deploy state when the caller read it already (``instance_deploy_state``)
-    deploy: DeployState | None = None
-
-
-class Diagnosis:
+class Diagnosis(ResourceRule):
     """The causal chain of one instance, read in one session (``chain()``)."""
-
-    def __init__(self, session: Session, situation: Situation, *, now: datetime | None = None) -> None:
-        self.session = session
-        self.s = situation
-        self.now = aware(now or utcnow())
-        #: the environment's halt and pauses, read once when a rule asks (``_brake``)
-        self._brake_state: halts.HaltState | None = None
 
     def chain(self) -> list[Cause]:
         for rule in (self._validation, self._failed_export, self._resources, self._compile):
@@ -99,25 +59,6 @@ class Diagnosis:
             message = f"`{state}` moves on by itself ({', '.join(moving)} transfer), nothing holds it back"
             return [self._cause("in_transition", message, "instance", self.s.instance.id, triggers=moving)]
         return [self._cause("none", f"nothing holds it back in `{state}`", "instance", self.s.instance.id)]
-
-    def _cause(
-        self,
-        kind: str,
-        message: str,
-        subject: str,
-        subject_id: str,
-        at: datetime | None = None,
-        **details: Any,
-    ) -> Cause:
-        return Cause.model_validate(
-            {
-                "kind": kind,
-                "message": message,
-                "subject": CauseSubject.model_validate({"type": subject, "id": subject_id}),
-                "at": None if at is None else aware(at),
-                "details": details,
-            }
-        )
 
     # -- 1. a failed validation -------------------------------------------------------------------
     def _validation(self) -> list[Cause]:
@@ -182,132 +123,6 @@ class Diagnosis:
             )
         ]
 
-    def _deploy_state(self) -> DeployState:
-        return deploy_queries.instance_deploy_state(self.session, self.s.env_id, self.s.instance.id)
-
-    # -- 3. resources -------------------------------------------------------------------------------
-    def _resources(self) -> list[Cause]:
-        record, rows, planned = self.s.deploy or self._deploy_state()
-        if record is None or not planned:
-            return []
-        mine = [rows[rid] for rid in record.resource_ids if rid in rows]
-        failing = [r for r in mine if r["status"] == "failed" or (r["status"] == "pending" and r["attempts"])]
-        skipped = [r for r in mine if r["status"] == "skipped"]
-        if failing:
-            return [self._failed(failing[0])]
-        if skipped:
-            path = diagnosis_queries.blocking_path(self.session, self.s.env_id, skipped[0])
-            links = [
-                self._cause(
-                    "skipped_dependency",
-                    f"resource {row['resource_id']} is skipped",
-                    "resource",
-                    row["resource_id"],
-                    row["last_action_at"],
-                    agent=row["agent"],
-                    requires=sorted(row["requires"] or []),
-                )
-                for row in path
-                if row["status"] == "skipped"
-            ]
-            root = path[-1]
-            return links + ([self._failed(root)] if root["status"] == "failed" else [])
-        waiting = [r for r in mine if r["status"] in ("deploying", "pending")]
-        return (self._held(waiting) or self._waiting(waiting)) if waiting else []
-
-    def _failed(self, row: RowMapping) -> Cause:
-        rid, attempts = row["resource_id"], int(row["attempts"] or 0)
-        retry = self._retry_of(rid)
-        message = f"resource {rid} failed: {row['last_error'] or 'no error message'}"
-        at = row["next_attempt_at"]
-        if row["status"] == "pending" and attempts:  # the engine tries again
-            of = "for ever" if retry == -1 else f"of {retry}"
-            message += f", retry {attempts} {of} at {clock(at)}"
-        elif attempts > 1:
-            message += f" ({attempts} tries, no retry left)"
-        return self._cause(
-            "failed_resource",
-            message,
-            "resource",
-            rid,
-            at if row["status"] == "pending" else row["last_action_at"],
-            agent=row["agent"],
-            attempts=attempts,
-            retry=retry,
-            error=row["last_error"],
-            final=row["status"] == "failed",
-        )
-
-    def _retry_of(self, resource_id: str) -> int | None:
-        desired = deploy_queries.desired_resource(self.session, self.s.env_id, resource_id)
-        if desired is None:
-            return None
-        try:
-            return meta_of(desired[1]).retry
-        except MetaError:
-            return None
-
-    def _waiting(self, rows: list[RowMapping]) -> list[Cause]:
-        """Resources the agents have not finished: a stale agent lease, else who deploys what."""
-        by_agent: dict[str, RowMapping] = {}
-        for row in rows:
-            by_agent.setdefault(row["agent"], row)
-        held = diagnosis_queries.leases(self.session, (lease_name(self.s.env_id, a) for a in by_agent))
-        for agent, row in sorted(by_agent.items()):
-            lease = held.get(lease_name(self.s.env_id, agent))
-            stale = self._stale_lease(lease, f"agent {agent}") if lease is not None else None
-            if stale is not None:
-                return [self._waits_for_agent(row), stale]
-        agent, row = sorted(by_agent.items())[0]
-        lease = held.get(lease_name(self.s.env_id, agent))
-        if row["status"] == "deploying":
-            message = f"agent {agent} is deploying resource {row['resource_id']}"
-        elif lease is None:
-            message = f"resource {row['resource_id']} waits for agent {agent}, which no agent process holds"
-        else:
-            message = f"resource {row['resource_id']} waits for agent {agent}"
-        return [
-            self._cause(
-                "deploying",
-                message,
-                "resource",
-                row["resource_id"],
-                row["last_action_at"],
-                agent=agent,
-                status=row["status"],
-                holder=None if lease is None else lease.owner,
-            )
-        ]
-
-    def _waits_for_agent(self, row: RowMapping) -> Cause:
-        """``deploying``: the resource of ``row`` waits for its agent (what holds the agent follows)."""
-        return self._cause(
-            "deploying",
-            f"resource {row['resource_id']} waits for agent {row['agent']}",
-            "resource",
-            row["resource_id"],
-            agent=row["agent"],
-            status=row["status"],
-        )
-
-    def _stale_lease(self, lease: LeaseRow, what: str, taker: str = "agent") -> Cause | None:
-        """A lease whose holder stopped renewing it or whose process is gone, else None."""
-        expires = aware(lease.expires_at)
-        gone = process_gone(lease.info or {})
-        if expires > self.now and not gone:
-            return None
-        holder = f"{lease.owner} since {clock(lease.acquired_at)}"
-        why = "whose process is gone" if gone and expires > self.now else "whose heartbeat stopped"
-        message = (
-            f"the lease of {what} is held by {holder}, {why}; it is taken over at {clock(expires)}"
-            if expires > self.now
-            else f"the lease of {what} is held by {holder}, {why}; it expired at {clock(expires)} "
-            f"and is taken over by the next {taker} that looks"
-        )
-        return self._cause(
-            "stale_lock", message, "lock", lease.name, expires, holder=lease.owner, info=lease.info or {}
-        )
-
     # -- 4. compiles ------------------------------------------------------------------------------
     def _compile(self) -> list[Cause]:
         pending = self.s.pending
@@ -352,51 +167,6 @@ class Diagnosis:
             if stale is not None:
                 chain.append(stale)
         return chain
-
-    # -- the brake: a halted environment, a paused agent ------------------------------------------
-    def _brake(self) -> halts.HaltState:
-        if self._brake_state is None:
-            self._brake_state = halts.state(self.session.connection(), self.s.env_id)
-        return self._brake_state
-
-    def _halted(self, brake: halts.HaltState) -> Cause:
-        by = f" by {brake.halted_by}" if brake.halted_by else ""
-        message = (
-            f"the environment is halted since {clock(brake.halted_at)}{by}: no compile runs and no "
-            "agent deploys until it is resumed (`lsm environment resume`)"
-        )
-        return self._cause(
-            "halted", message, "environment", self.s.env_id, brake.halted_at, halted_by=brake.halted_by
-        )
-
-    def _held(self, rows: list[RowMapping]) -> list[Cause]:
-        """Resources waiting (``pending``) for an agent the brake holds: the resource, then the
-        halt or the pause; nothing when no waiting resource is held."""
-        brake = self._brake()
-        held = [r for r in rows if r["status"] == "pending" and brake.holds(r["agent"])]
-        if not held:
-            return []
-        row = held[0]
-        agent = row["agent"]
-        waiting = self._waits_for_agent(row)
-        if brake.halted:
-            return [waiting, self._halted(brake)]
-        pause = brake.paused[agent]
-        by = f" by {pause.paused_by}" if pause.paused_by else ""
-        message = (
-            f"agent {agent} is paused since {clock(pause.paused_at)}{by}: its resources wait until it "
-            f"is unpaused (`lsm agent unpause {agent}`)"
-        )
-        paused = self._cause(
-            "agent_paused",
-            message,
-            "agent",
-            agent,
-            pause.paused_at,
-            paused_by=pause.paused_by,
-            stay_paused=pause.stay_paused,
-        )
-        return [waiting, paused]
 
     def _waiting_for(self, row: CompileRow) -> str:
         if row.merged_into is not None:
@@ -453,3 +223,6 @@ def display_name(instance: InstanceOut, identity: str | None) -> str:
     attributes = instance.active_attributes or instance.candidate_attributes or {}
     value = attributes.get(identity or "name")
     return f"{instance.service_entity} {value if value is not None else instance.id}"
+
+
+__all__ = ["Diagnosis", "Situation", "display_name", "summary"]

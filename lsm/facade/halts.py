@@ -1,7 +1,7 @@
 """Halt and resume an environment, pause and unpause its agents: the emergency brake.
 
 Why a facade of its own: the brake is stored by ``lsm.inventory.halts`` and obeyed where work
-is claimed (``lsm.compiler.queue``, ``lsm.deploy.agent``); this is the operator's side of it.
+is claimed (``lsm.compiler.queue``, ``lsm.deploy.claiming``); this is the operator's side of it.
 Every call is idempotent (a second halt answers the same environment and changes nothing),
 writes an audit line when it changed something, and answers the environment as
 ``GET /api/v1/environments/{env}`` shows it.

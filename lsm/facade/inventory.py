@@ -38,7 +38,7 @@ from lsm.orchestration import (
 )
 from lsm.orchestration.imports import import_instances
 from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
-from lsm.schemas.deploy import DeploymentProgress, ResourceStatus
+from lsm.schemas.deploy import BLOCKING_STATUSES, DeploymentProgress, ResourceStatus
 from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
 from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
 
@@ -377,7 +377,7 @@ class InventoryFacade:
         }
         blockers = deploy_queries.states_of(session, env.env_id, required) if planned else {}
         progress = deploy_queries.progress_of(states, record.resource_ids, planned=planned)
-        blocking = (ResourceStatus.FAILED, ResourceStatus.SKIPPED)
+        blocking = BLOCKING_STATUSES
         out: list[InstanceResourceOut] = []
         for rid in record.resource_ids:
             row = states.get(rid) if planned else None
@@ -475,7 +475,7 @@ class InventoryFacade:
             last_error=last_error,
             validation_compile=None if validation is None else compile_out(validation),
             pending_compile=None if pending is None else compile_out(pending),
-            resources=[r for r in resources if r.status in ("failed", "skipped")],
+            resources=[r for r in resources if r.status in BLOCKING_STATUSES],
             deployment_progress=progress,
         )
         return diagnosis, events, resources

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from lsm.graph.model import Edge, Graph, Node
+from lsm.schemas.deploy import ResourceStatus
 
 if TYPE_CHECKING:
     from lsm.lifecycle.spec import LifecycleSpec
@@ -25,10 +26,10 @@ LABEL_COLOURS: dict[str, str] = {
 }
 #: Fill colours per resource deploy status.
 STATUS_COLOURS: dict[str, str] = {
-    "deployed": "palegreen",
-    "deploying": "lightblue",
-    "failed": "salmon",
-    "skipped": "gold",
+    ResourceStatus.DEPLOYED: "palegreen",
+    ResourceStatus.DEPLOYING: "lightblue",
+    ResourceStatus.FAILED: "salmon",
+    ResourceStatus.SKIPPED: "gold",
     "undefined": "gold",
 }
 SET_COLOUR = "lightsteelblue"

@@ -29,7 +29,8 @@ from sqlalchemy import Connection, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from lsm.inventory.batches import chunks
-from lsm.inventory.deploy_tables import OPEN_STATUSES_SQL, lsm_resource_state
+from lsm.inventory.deploy_tables import CLAIMED_SQL, OPEN_STATUSES_SQL, lsm_resource_state
+from lsm.schemas.deploy import ResourceStatus
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +89,17 @@ def _give_back(conn: Connection, env_id: str, owner: str, ids: Sequence[str]) ->
     s = _state
     mine = [
         r.resource_id
-        for r in lock_rows(conn, env_id, ids, text(OPEN_STATUSES_SQL), s.c.status == "deploying")
+        for r in lock_rows(conn, env_id, ids, text(OPEN_STATUSES_SQL), s.c.status == ResourceStatus.DEPLOYING)
         if (r.claimed_by or "") == owner
     ]
     held = s.c.claimed_by == owner if owner else s.c.claimed_by.is_(None)
     for part in chunks(mine):
         conn.execute(
             update(s)
-            .where(s.c.env_id == env_id, s.c.resource_id.in_(part), s.c.status == "deploying", held)
-            .values(status="pending", claimed_by=None, claimed_at=None)
+            .where(
+                s.c.env_id == env_id, s.c.resource_id.in_(part), s.c.status == ResourceStatus.DEPLOYING, held
+            )
+            .values(status=ResourceStatus.PENDING, claimed_by=None, claimed_at=None)
         )
     return len(mine)
 
@@ -112,7 +115,10 @@ def claims_of(conn: Connection, env_id: str, agents: Sequence[str]) -> dict[str,
     s = _state
     out: dict[str, list[str]] = {}
     query = select(s.c.claimed_by, s.c.resource_id).where(
-        text(OPEN_STATUSES_SQL), s.c.env_id == env_id, s.c.agent.in_(list(agents)), s.c.status == "deploying"
+        text(OPEN_STATUSES_SQL),
+        s.c.env_id == env_id,
+        s.c.agent.in_(list(agents)),
+        s.c.status == ResourceStatus.DEPLOYING,
     )
     for owner, resource_id in conn.execute(query):
         out.setdefault(owner or "", []).append(resource_id)
@@ -132,7 +138,7 @@ def stale_claims(conn: Connection, before: datetime) -> dict[tuple[str, str], li
     claims, not of resources."""
     s = _state
     query = select(s.c.env_id, s.c.claimed_by, s.c.resource_id).where(
-        text("status = 'deploying'"), (s.c.claimed_at < before) | s.c.claimed_at.is_(None)
+        text(CLAIMED_SQL), (s.c.claimed_at < before) | s.c.claimed_at.is_(None)
     )
     out: dict[tuple[str, str], list[str]] = {}
     for env_id, owner, resource_id in conn.execute(query):

@@ -1,7 +1,8 @@
 """The lifecycle feedback's queries: the instances of some resource sets and where their resources stand.
 
-Why apart from the agents' statements (``lsm.inventory.deploy_state``): these read the compile's
-per-instance resource records (``lsm_instance_resources``) and the instances, not the claims;
+Why apart from the agents' statements (``lsm.inventory.deploy_claiming``, ``deploy_results``):
+these read the compile's per-instance resource records (``lsm_instance_resources``) and the
+instances, not the claims;
 ``lsm.deploy.feedback`` decides from them which resource-based transfers to fire. Every read is
 keyed (set names through ``ix_lsm_instance_resources_set``, resource ids through the primary
 key), so it costs the sets asked about, never the environment.
@@ -18,6 +19,7 @@ from sqlalchemy import Connection, and_, delete, insert, select
 from lsm.inventory.batches import aware, chunks
 from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
 from lsm.inventory.tables import InstanceResourcesRow, InstanceRow
+from lsm.schemas.deploy import ResourceStatus
 
 _state = lsm_resource_state
 _records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
@@ -84,7 +86,9 @@ def instances_of_sets(conn: Connection, env_id: str, set_names: Iterable[str]) -
                     state=record.state,
                     desired_state_version=record.desired_state_version,
                     resource_ids=tuple(record.resource_ids or ()),
-                    statuses=tuple(statuses.get(rid, "pending") for rid in record.resource_ids or ()),
+                    statuses=tuple(
+                        statuses.get(rid, ResourceStatus.PENDING) for rid in record.resource_ids or ()
+                    ),
                 )
             )
     return out

@@ -50,8 +50,11 @@ from lsm.inventory.deploy_tables import (
 )
 from lsm.inventory.desired_state_tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
 from lsm.inventory.tables import InstanceResourcesRow
+from lsm.schemas.deploy import ResourceStatus
 
 T = TypeVar("T")
+#: statuses that a plan of an unchanged hash tries again (``pending``, tries reset)
+RETRIED = (ResourceStatus.FAILED, ResourceStatus.SKIPPED, ResourceStatus.NOOP_PENDING)
 
 _state = lsm_resource_state
 _records = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
@@ -251,7 +254,7 @@ def _upsert(
                         **values,
                         "resource_id": resource_id,
                         "env_id": env_id,
-                        "status": "pending",
+                        "status": ResourceStatus.PENDING,
                         "attempts": 0,
                     }
                 )
@@ -291,15 +294,15 @@ def _update_state() -> Any:
     new_hash = bindparam("desired_hash", type_=String())
     same = s.desired_hash == new_hash
     # ``or_`` of equalities: an ``IN`` list would be an expanding parameter, which executemany refuses
-    retried = same & or_(*(s.status == name for name in ("failed", "skipped", "noop_pending")))
+    retried = same & or_(*(s.status == name for name in RETRIED))
     status = case(
-        (s.status == "deploying", "deploying"),
-        (retried, "pending"),
+        (s.status == ResourceStatus.DEPLOYING, ResourceStatus.DEPLOYING),
+        (retried, ResourceStatus.PENDING),
         (same, s.status),
-        ((s.deployed_hash == new_hash) & (s.status != "failed"), "deployed"),
-        else_="pending",
+        ((s.deployed_hash == new_hash) & (s.status != ResourceStatus.FAILED), ResourceStatus.DEPLOYED),
+        else_=ResourceStatus.PENDING,
     )
-    reset = (s.status != "deploying") & (retried | ~same)
+    reset = (s.status != ResourceStatus.DEPLOYING) & (retried | ~same)
     return (
         update(_state)
         .where(_state.c.resource_id == bindparam("rid"))
@@ -345,7 +348,7 @@ def refresh_statistics(conn: Connection) -> bool:
 
     Why: right after a first deploy's plan PostgreSQL knows nothing of the new environment's rows
     and estimates an ``IN`` list of a batch's ids as the whole table, so the agent's read of the
-    desired attributes by id (``deploy_state.desired_records``) scanned all of ``ix_ds_resource_set``
+    desired attributes by id (``deploy_claiming.desired_records``) scanned all of ``ix_ds_resource_set``
     per batch. ANALYZE samples a bounded number of rows, so it costs the same at 1,000 or
     1,000,000 rows; it changes plans only, never results. Not ``lsm_resource_state``: its
     statistics would say "all pending" until autovacuum saw the deploy finish, and the claims

@@ -41,11 +41,15 @@ from sqlalchemy import (
 from sqlmodel import SQLModel
 
 from lsm.inventory.database import JsonType
+from lsm.schemas.deploy import OPEN_STATUSES, ResourceStatus
 
 metadata = SQLModel.metadata
 
-#: statuses an agent still has to act on (``lsm.schemas.deploy.ResourceStatus``)
-OPEN_STATUSES_SQL = "status IN ('pending', 'deploying')"
+#: statuses an agent still has to act on, as the literal SQL of the partial index
+#: ``ix_lsm_resource_state_open`` (the same text, so that a query's condition matches it)
+OPEN_STATUSES_SQL = "status IN ({})".format(", ".join(f"'{s}'" for s in OPEN_STATUSES))
+#: the condition of the partial index of claims (``ix_lsm_resource_state_claimed``)
+CLAIMED_SQL = f"status = '{ResourceStatus.DEPLOYING}'"
 
 lsm_resource_state = Table(
     "lsm_resource_state",
@@ -95,12 +99,12 @@ lsm_resource_state = Table(
     Index("ix_lsm_resource_state_env", "env_id", "resource_id"),
     Index("ix_lsm_resource_state_status", "env_id", "status", "resource_id"),
     Index("ix_lsm_resource_state_type", "env_id", "resource_type", "resource_id"),
-    # "claims older than the lease" (re-examined on each keepalive); partial: only claimed rows
+    # "claims older than the lease" (re-examined by each recovery pass); partial: only claimed rows
     Index(
         "ix_lsm_resource_state_claimed",
         "claimed_at",
-        sqlite_where=text("status = 'deploying'"),
-        postgresql_where=text("status = 'deploying'"),
+        sqlite_where=text(CLAIMED_SQL),
+        postgresql_where=text(CLAIMED_SQL),
     ),
     # "deployed resources whose poll is due"
     Index(
@@ -177,6 +181,7 @@ def resource_type_of(resource_id: str) -> str:
 
 
 __all__ = [
+    "CLAIMED_SQL",
     "OPEN_STATUSES_SQL",
     "lsm_deploy_feedback",
     "lsm_deploy_head",

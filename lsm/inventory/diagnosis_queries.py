@@ -14,12 +14,13 @@ from sqlmodel import Session, col, select
 
 from lsm.inventory import deploy_queries
 from lsm.inventory.tables import CompileRow, LeaseRow
+from lsm.schemas.deploy import BLOCKING_STATUSES, ResourceStatus
 
 #: how many active compiles of an environment diagnose looks at (the queue batches them anyway)
 ACTIVE_LIMIT = 200
 #: how deep diagnose follows a chain of skipped resources before it gives up
 MAX_DEPTH = 50
-BLOCKING = ("failed", "skipped")
+BLOCKING = BLOCKING_STATUSES
 
 
 def active_exporting(session: Session, env_id: str) -> list[CompileRow]:
@@ -60,14 +61,14 @@ def blocking_path(session: Session, env_id: str, start: RowMapping) -> list[RowM
     path = [start]
     seen = {start["resource_id"]}
     current = start
-    while current["status"] == "skipped" and len(path) < MAX_DEPTH:
+    while current["status"] == ResourceStatus.SKIPPED and len(path) < MAX_DEPTH:
         required = sorted(set(current["requires"] or []) - seen)
         rows = deploy_queries.states_of(session, env_id, required)
         blockers = [rows[r] for r in required if r in rows and rows[r]["status"] in BLOCKING]
         if not blockers:
             break
         # a failed requirement is the root: prefer it over another skipped one
-        current = next((b for b in blockers if b["status"] == "failed"), blockers[0])
+        current = next((b for b in blockers if b["status"] == ResourceStatus.FAILED), blockers[0])
         seen.add(current["resource_id"])
         path.append(current)
     return path

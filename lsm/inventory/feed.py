@@ -25,6 +25,7 @@ from sqlmodel import Session, col, func, or_, select
 
 from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
+from lsm.schemas.deploy import FINAL_STATUSES
 
 _EVENTS = EventRow.metadata.tables["lsm_event"]
 #: the tables whose ids are feed positions, by feed kind
@@ -98,7 +99,7 @@ def compiles_finished_after(
 
 
 #: action-log statuses that are deploy outcomes (``pending``/``deploying`` never are)
-OUTCOME_STATUSES = ("deployed", "failed", "skipped")
+OUTCOME_STATUSES = FINAL_STATUSES
 
 
 def last_action_id(session: Session, env_id: str) -> int:

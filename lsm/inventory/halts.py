@@ -6,7 +6,7 @@ one of them. So the halt is not a flag in memory but a row that every claim look
 
 * ``lsm_halt``: one row per halted environment (when, by whom). While it exists no compile of
   the environment is claimed (``lsm.compiler.queue``) and no agent claims a resource of it
-  (``lsm.deploy.agent``); orders and compile requests are still written and wait.
+  (``lsm.deploy.claiming``); orders and compile requests are still written and wait.
 * ``lsm_agent_pause``: one row per paused agent name of an environment. ``stay_paused`` says
   whether a resume of the environment keeps it paused: a pause made while the environment
   runs is the agent's own and always stays; one made during a halt is lifted by the resume

@@ -4,7 +4,7 @@ Why rows and not a scan: compiles run in ``lsm worker`` processes and deploys in
 processes, yet one scrape of any API process must see the whole system. Counting the compile
 history or the action log per scrape would cost 100k+ rows; instead the transaction that
 finishes a compile (``lsm.compiler.queue``) and the one that writes an agent's results
-(``lsm.inventory.deploy_state``) UPSERT a few aggregate rows, so the numbers commit (or roll
+(``lsm.inventory.deploy_results``) UPSERT a few aggregate rows, so the numbers commit (or roll
 back) with what they count and a scrape reads a few dozen rows.
 
 Counters only grow: nothing here is deleted by desired-state retention or any pruning, so

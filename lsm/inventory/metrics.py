@@ -34,6 +34,7 @@ from sqlalchemy import Connection, func, select, text
 
 from lsm.inventory import halts
 from lsm.inventory.batches import utc
+from lsm.inventory.deploy_leases import AGENT_PREFIX, PROCESS_PREFIX
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.inventory.desired_state_tables import ds_head
 from lsm.inventory.metric_counters import (
@@ -46,9 +47,6 @@ from lsm.inventory.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseR
 from lsm.inventory.webhook_tables import FAILED_SQL, PENDING_SQL
 from lsm.inventory.webhook_tables import lsm_webhook_delivery as delivery_t
 
-#: lease names of deploy agents (``agent:<env_id>:<name>``) and of agent processes
-AGENT_LEASE_PREFIX = "agent:"
-AGENT_PROCESS_PREFIX = "agent-process:"
 #: the condition of ``ix_lsm_compile_active`` (``lsm.inventory.tables.CompileRow``)
 ACTIVE_SQL = "status IN ('queued', 'running')"
 
@@ -155,10 +153,10 @@ def _agents(conn: Connection, now: datetime) -> tuple[list[tuple[str, int]], int
     per_env: dict[str, int] = {}
     processes = 0
     for name in live:
-        if name.startswith(AGENT_PROCESS_PREFIX):
+        if name.startswith(PROCESS_PREFIX):
             processes += 1
-        elif name.startswith(AGENT_LEASE_PREFIX):
-            env_id = name[len(AGENT_LEASE_PREFIX) :].split(":", 1)[0]
+        elif name.startswith(AGENT_PREFIX):
+            env_id = name[len(AGENT_PREFIX) :].split(":", 1)[0]
             per_env[env_id] = per_env.get(env_id, 0) + 1
     return sorted(per_env.items()), processes
 

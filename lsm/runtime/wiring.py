@@ -9,9 +9,10 @@ nowhere else. Three entry points:
 * ``build_worker(config)``: the core and the compile processing, no API;
 * ``build_agent(config)``: the core and a deploy agent (``lsm agent``), no API, no compiles.
 
-A deploy agent (``lsm.deploy.agent.AgentService``) is one more source of work of the same
-service loop: ``build_api`` adds it to the compile processing's loop when
-``config.embedded_agent`` (``lsm server``), and it is woken when a compile finished.
+A deploy agent (``lsm.deploy.agent.AgentService``) adds its sources of work (recovery passes,
+plans, claims) and its keepalives to the same service loop: ``build_api`` adds them to the
+compile processing's loop when ``config.embedded_agent`` (``lsm server``), and the agent is woken
+when a compile finished.
 
 The compile queue, worker and locks are constructed in ``build_compile_processing`` only,
 behind the small ``CompileProcessing`` surface (start, stop, wake, drain): that one function
@@ -198,8 +199,8 @@ def build_compile_processing(
     keepalives: list[Callable[[], None]] = [scheduler.keepalive]
     sources: list[WorkSource] = [compiles, scheduler]
     if agent is not None:
-        sources.append(agent)
-        keepalives.append(agent.keepalive)
+        sources.extend(agent.sources)
+        keepalives.extend(agent.keepalives)
     if webhooks is not None:
         sources.extend(webhooks.sources)
     loop = ServiceLoop(
@@ -314,10 +315,10 @@ class AgentProcessing:
         self.db = db
         self.agent = agent
         self.loop = ServiceLoop(
-            [agent],
+            agent.sources,
             threads=max(1, min(4, config.worker_threads)),
             poll_interval=config.poll_interval,
-            keepalives=[agent.keepalive],
+            keepalives=agent.keepalives,
             heartbeat_interval=min(5.0, config.lease_ttl / 3),
             name=config.role,
         )

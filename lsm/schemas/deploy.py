@@ -38,7 +38,15 @@ class ResourceStatus(StrEnum):
 
     @property
     def final(self) -> bool:
-        return self in (ResourceStatus.DEPLOYED, ResourceStatus.FAILED, ResourceStatus.SKIPPED)
+        return self in FINAL_STATUSES
+
+
+#: the statuses an instance's resource-based transfer waits for (module docstring)
+FINAL_STATUSES = (ResourceStatus.DEPLOYED, ResourceStatus.FAILED, ResourceStatus.SKIPPED)
+#: the statuses an agent still has to act on; a resource that requires one of them waits
+OPEN_STATUSES = (ResourceStatus.PENDING, ResourceStatus.DEPLOYING)
+#: the statuses of a required resource that skip the resources requiring it
+BLOCKING_STATUSES = (ResourceStatus.FAILED, ResourceStatus.SKIPPED)
 
 
 class ActionKind(StrEnum):

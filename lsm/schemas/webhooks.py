@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from lsm.schemas.deploy import ResourceStatus
 from lsm.schemas.events import DEPLOY_OUTCOME
 
 SIGNATURE_HEADER = "X-LSM-Signature"
@@ -44,7 +45,7 @@ def matches(events: list[str], kind: str, status: str | None) -> bool:
     """Whether a webhook asking for ``events`` wants a feed item of ``kind`` (``status``: a deploy's)."""
     if kind in events:
         return True
-    return kind == DEPLOY_OUTCOME and status == "failed" and DEPLOY_FAILED in events
+    return kind == DEPLOY_OUTCOME and status == ResourceStatus.FAILED and DEPLOY_FAILED in events
 
 
 def _http_url(value: str) -> str:

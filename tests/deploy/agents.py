@@ -11,6 +11,7 @@ from typing import Any, Literal
 from sqlalchemy import select
 
 from lsm.deploy.agent import AgentService
+from lsm.deploy.batches import DeployWork
 from lsm.desired_state.records import ExportRequest, ResourceRecord
 from lsm.inventory.batches import utc
 from lsm.inventory.deploy_tables import lsm_resource_action, lsm_resource_state
@@ -44,11 +45,29 @@ def agent_for(
     )
 
 
+def next_work(agent: AgentService) -> Any:
+    """What the service loop would claim next from the agent's sources (recovery, plans, claims)."""
+    for source in agent.sources:
+        work = source.claim()
+        if work is not None:
+            return work
+    return None
+
+
+def claim(agent: AgentService) -> DeployWork | None:
+    """The agent's next batch: its recovery passes and plans due before it run first, as in the loop."""
+    while (work := next_work(agent)) is not None:
+        if isinstance(work, DeployWork):
+            return work
+        work.run()
+    return None
+
+
 def run(agent: AgentService, rounds: int = 1000) -> int:
-    """Claim and run in this thread until the agent finds nothing to do now; batches run."""
+    """Claim and run in this thread until the agent finds nothing to do now; returns the batches run."""
     ran = 0
     while ran < rounds:
-        work = agent.claim()
+        work = claim(agent)
         if work is None:
             return ran
         work.run()

@@ -211,19 +211,19 @@ def test_the_periodic_repair_rereads_everything_and_fixes_drift(
     resource = file("a.conf", "good")
     export(engine, {"s1": [resource]})
     run(agent)
-    assert agent.repair(clock.now) == 0  # the first look starts the clock
+    assert agent.repairs.schedule(clock.now) == 0  # the first look starts the clock
     (state_dir / "a.conf").write_text("drifted")
 
     clock.advance(59)
-    assert agent.repair(clock.now) == 0
+    assert agent.repairs.schedule(clock.now) == 0
     run(agent)
     assert (state_dir / "a.conf").read_text() == "drifted"
     clock.advance(1)
-    assert agent.repair(clock.now) == 1
+    assert agent.repairs.schedule(clock.now) == 1
     run(agent)
     assert (state_dir / "a.conf").read_text() == "good"
     assert [a["action"] for a in actions(engine, resource.id)] == ["create", "update"]
-    assert agent.repair(clock.now) == 0  # once per interval
+    assert agent.repairs.schedule(clock.now) == 0  # once per interval
 
 
 def test_a_handler_that_hangs_fails_its_try_after_the_deploy_timeout(
@@ -242,10 +242,10 @@ def test_a_handler_that_hangs_fails_its_try_after_the_deploy_timeout(
     # the given-up handler is stopped when its sleep returns (``lsm.interrupt``): its late
     # change never lands. Wait for its thread so that nothing of it reaches another test.
     for _ in range(6000):
-        if agent.handlers.lingering == 0:
+        if agent.runner.handlers.lingering == 0:
             break
         time.sleep(0.01)
-    assert agent.handlers.lingering == 0
+    assert agent.runner.handlers.lingering == 0
     assert ("create", "slow.conf") not in file_model.CALLS
 
 
@@ -279,9 +279,9 @@ def test_hung_handlers_do_not_keep_the_agent_from_deploying_the_rest(
         assert row["status"] == "failed" and "deploy_timeout" in row["last_error"]
     assert ("create", "quick.conf") in calls_while_held
     assert not any(path.startswith("hung-") for _, path in calls_while_held)  # still hung then
-    assert agent.handlers.given_up == 2
+    assert agent.runner.handlers.given_up == 2
     for _ in range(6000):  # the released threads end (their results are dropped)
-        if agent.handlers.lingering == 0:
+        if agent.runner.handlers.lingering == 0:
             break
         time.sleep(0.01)
-    assert agent.handlers.lingering == 0
+    assert agent.runner.handlers.lingering == 0

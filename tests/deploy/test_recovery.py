@@ -19,7 +19,7 @@ from lsm.deploy.agent import AgentService
 from lsm.inventory import deploy_claims, deploy_feedback, leases
 from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
-from tests.deploy.agents import Clock, agent_for, run
+from tests.deploy.agents import Clock, agent_for, claim, run
 from tests.deploy.conftest import get, order
 
 LEASE = 30.0
@@ -58,7 +58,7 @@ def test_claims_of_a_dead_holder_are_taken_back_and_deployed_by_the_next(
     engine, ids = compiled(engine_factory, 3)
     clock = Clock()
     victim = agent(engine, state_dir, "victim", clock)
-    work = victim.claim()
+    work = claim(victim)
     assert work is not None and len(work.claimed) == 3  # claimed, then the victim "dies"
     assert rows(engine) == Counter({("deploying", "victim"): 3})
 
@@ -78,9 +78,9 @@ def test_a_live_holders_claims_are_left_to_it_and_its_own_stale_ones_are_re_exam
     clock = Clock()
     holder = agent(engine, state_dir, "holder", clock)
     other = agent(engine, state_dir, "other", clock)
-    work = holder.claim()
+    work = claim(holder)
     assert work is not None
-    holder.done(work)  # a batch that ended without its results or a give-back (a failure)
+    holder.claiming.done(work)  # a batch that ended without its results or a give-back (a failure)
 
     clock.advance(LEASE + 1)
     with engine.db.write() as session:  # the holder lives on: its keepalive renews its presence
@@ -100,9 +100,9 @@ def test_feedback_interrupted_after_the_results_is_finished_by_the_next_agent_no
     engine, ids = compiled(engine_factory, 4)
     clock = Clock()
     victim = agent(engine, state_dir, "victim", clock)
-    work = victim.claim()
+    work = claim(victim)
     assert work is not None
-    results = victim.execute(work.env_id, work.claimed, work.records)
+    results = victim.runner.execute(work.env_id, work.claimed, work.records)
     work.write(results)  # the results commit; the process dies before the feedback
     assert rows(engine) == Counter({("deployed", None): 4})
     assert states(engine, ids) == Counter({"creating": 4})
@@ -110,7 +110,7 @@ def test_feedback_interrupted_after_the_results_is_finished_by_the_next_agent_no
 
     clock.advance(LEASE + 1)
     survivor = agent(engine, state_dir, "survivor", clock)
-    assert survivor.claim() is None  # nothing to deploy, but its start ran the recovery pass
+    assert claim(survivor) is None  # nothing to deploy, but its start ran the recovery pass
     assert states(engine, ids) == Counter({"up": 4})
     assert pending_feedback(engine) == 0
 
@@ -121,13 +121,13 @@ def test_a_release_gives_back_only_its_owners_claims_in_lock_order(
     engine, _ids = compiled(engine_factory, 2)
     clock = Clock()
     first = agent(engine, state_dir, "first", clock)
-    work = first.claim()
+    work = claim(first)
     assert work is not None
     claimed = [c.resource_id for c in work.claimed]
     with engine.db.write() as session:
         assert deploy_claims.release_claims(session.connection(), work.env_id, "someone-else", claimed) == 0
     assert rows(engine) == Counter({("deploying", "first"): 2})
-    assert first.give_back(work.env_id, list(reversed(claimed))) == 2
+    assert first.claiming.give_back(work.env_id, list(reversed(claimed))) == 2
     assert rows(engine) == Counter({("pending", None): 2})
     with engine.db.read() as session:
         assert deploy_feedback.pending(session.connection()) == []
@@ -152,10 +152,10 @@ def test_names_are_leased_in_name_order_and_processes_prefer_different_ones(
     with engine.db.write() as session:  # two live processes: each takes its share, half
         leases.acquire(session, "agent-process:agent@host:2", "agent@host:2", now=clock(), ttl=LEASE, info={})
     taken.clear()
-    first._take(names)
+    first.names.take(names)
 
     assert taken[0] == "agent-process:agent@host:1"  # the global order: presence, then names
     assert taken[1:] == sorted(taken[1:]) and len(taken) == 6
-    assert len(first.held) == 5
-    preferred = {tuple(sorted(names, key=p)[:5]) for p in (first._preference, second._preference)}
+    assert len(first.names.held) == 5
+    preferred = {tuple(sorted(names, key=p)[:5]) for p in (first.names.preference, second.names.preference)}
     assert len(preferred) == 2  # the two processes would start from different names

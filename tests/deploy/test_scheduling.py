@@ -18,11 +18,11 @@ from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
 from lsm.desired_state.records import ResourceRecord
-from lsm.inventory import deploy_plan, deploy_state
+from lsm.inventory import deploy_plan, deploy_results
 from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy import file_model
-from tests.deploy.agents import actions, agent_for, export, file, run, status
+from tests.deploy.agents import actions, agent_for, claim, export, file, run, status
 
 SETS = 60
 
@@ -82,9 +82,9 @@ def test_a_result_written_while_a_new_version_is_planned_is_not_overwritten(
     env_id = engine.context(None).env_id
     agent = agent_for(engine, state_dir)
     export(engine, {"s": [file("a.conf", "one")]})
-    work = agent.claim()  # plans the first version, claims a.conf (deploying)
+    work = claim(agent)  # plans the first version, claims a.conf (deploying)
     assert work is not None and [c.resource_id for c in work.claimed] == [file("a.conf").id]
-    results = agent.execute(env_id, work.claimed, work.records)  # ran, result not written yet
+    results = agent.runner.execute(env_id, work.claimed, work.records)  # ran, result not written yet
     export(engine, {"s": [file("a.conf", "two")]})
 
     connections: list[Any] = []
@@ -96,7 +96,7 @@ def test_a_result_written_while_a_new_version_is_planned_is_not_overwritten(
 
     def desired_hash(attributes_text: str, requires_text: str) -> str:
         if connections and results:  # after the plan read the rows: the result lands now
-            deploy_state.write_results(connections[0], env_id, agent.owner, agent.clock(), results)
+            deploy_results.write_results(connections[0], env_id, agent.owner, agent.clock(), results)
             results.clear()
         return original_hash(attributes_text, requires_text)
 

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 from lsm.cli import app
 from lsm.compiler.queue import CompileQueue
-from lsm.deploy.agent import lease_name
 from lsm.facade import RequestContext
 from lsm.facade.diagnosis import Diagnosis, Situation, summary
 from lsm.inventory import leases
+from lsm.inventory.deploy_leases import lease_name
 from lsm.inventory.tables import CompileRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.leases import process_identity
@@ -220,7 +220,7 @@ def test_stale_agent_lease_of_a_killed_agent_holds_the_deploy(engine: ApiRuntime
     name at once; here the only agent serves other names) or the lease runs out."""
     agent = engine.processing.agent
     assert agent is not None
-    agent.agents = {"ports"}
+    agent.claiming.agents = {"ports"}
     env_id = engine.context(None).env_id
     _, info = process_identity("agent")
     pid = _dead_pid()

@@ -273,7 +273,7 @@ def test_a_store_failure_fails_only_its_own_resource(
 ) -> None:
     """Output that passed the executor's check but could not be stored (here: a fault injected
     into the write) rolls back to its savepoint: that resource fails, the batch's others commit."""
-    import lsm.deploy.agent as agent_module
+    import lsm.deploy.batches as batches_module
 
     engine = engines(JSON_MODEL)
     sources = {name: tmp_path / f"{name}.json" for name in ("one", "two")}
@@ -282,7 +282,7 @@ def test_a_store_failure_fails_only_its_own_resource(
         order(engine, "feed", {"name": name, "host": AGENT, "source": str(source)})
     assert set(discovered(engine)) == {"test::Thing[h1,name=one-1]", "test::Thing[h1,name=two-1]"}
 
-    real = agent_module.record_discovery  # type: ignore[attr-defined]  # the name the agent calls, patched
+    real = batches_module.record_discovery  # type: ignore[attr-defined]  # the name the agent calls, patched
 
     def faulty(session: Any, env_id: str, discovery_id: str, *args: Any, **kwargs: Any) -> Any:
         record = real(session, env_id, discovery_id, *args, **kwargs)  # written, then refused
@@ -290,7 +290,7 @@ def test_a_store_failure_fails_only_its_own_resource(
             raise RuntimeError("injected store fault")
         return record
 
-    monkeypatch.setattr(agent_module, "record_discovery", faulty)
+    monkeypatch.setattr(batches_module, "record_discovery", faulty)
     for name, source in sources.items():
         write_feed(source, {f"test::Thing[h1,name={name}-2]": {}})
     repair(engine)

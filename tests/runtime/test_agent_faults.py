@@ -24,7 +24,7 @@ import pytest
 
 from benchmarks.faults import Cluster, send_orders
 from benchmarks.processes import Processes
-from lsm.deploy.agent import KILL_AFTER_RESULTS
+from lsm.deploy.batches import KILL_AFTER_RESULTS
 from tests.conftest import POSTGRES_URL
 from tests.runtime.test_scale_out import database_url
 
