@@ -39,6 +39,7 @@ from lsm.deploy.recovery import Recovery, RecoveryPasses
 from lsm.deploy.repairs import Repairs
 from lsm.inventory.database import Database
 from lsm.inventory.tables import utcnow
+from lsm.inventory.transient import log_failure
 from lsm.orchestration import EnvironmentContext, Orchestrator
 
 log = logging.getLogger(__name__)
@@ -140,9 +141,9 @@ class AgentService:
             return
         try:
             self.recovery.sweep(self.clock(), self.claiming.running())
-        except Exception:
-            log.exception(
-                "agent %s: the recovery pass failed (tried again at the next heartbeat)", self.owner
+        except Exception as exc:
+            log_failure(
+                log, exc, "agent %s: the recovery pass failed (tried again at the next heartbeat)", self.owner
             )
 
     def repair(self) -> None:
@@ -155,8 +156,8 @@ class AgentService:
         self._stopped = True
         try:
             self.names.give_up()
-        except Exception:
-            log.exception("agent %s: could not give back its names", self.owner)
+        except Exception as exc:
+            log_failure(log, exc, "agent %s: could not give back its names", self.owner)
         self.names.held.clear()
         self.runner.shutdown()
 

@@ -45,6 +45,7 @@ from lsm.inventory import deploy_claims, deploy_feedback, deploy_results
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_claiming import Claimed
 from lsm.inventory.deploy_results import Result
+from lsm.inventory.transient import log_failure
 from lsm.model.loader import Model
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.deploy import FINAL_STATUSES
@@ -208,14 +209,17 @@ class DeployWork:
                 os.kill(os.getpid(), signal.SIGKILL)
             sets, changed = self.completed(results)
             runner.feedback.deliver(pending, self.env_id, sets, changed)
-        except Exception:
-            log.exception(
-                "deploy batch of environment %s failed; its resources go back to pending", self.env_id
+        except Exception as exc:
+            log_failure(
+                log,
+                exc,
+                "deploy batch of environment %s failed; its resources go back to pending",
+                self.env_id,
             )
             try:
                 self.give_back(self.env_id, [c.resource_id for c in self.claimed])
-            except Exception:
-                log.exception("could not give back the batch (the recovery pass takes it back)")
+            except Exception as again:
+                log_failure(log, again, "could not give back the batch (the recovery pass takes it back)")
         finally:
             self.done(self)
 

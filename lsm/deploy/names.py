@@ -29,6 +29,7 @@ from lsm.inventory import deploy_claims, deploy_names
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_leases import lease_name, process_lease_name
+from lsm.inventory.transient import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,8 @@ class AgentNames:
             # a name taken (over): whatever its dead holders left deploying goes back to pending
             try:
                 self.recovery.take_back_names(env_id, agents, now)
-            except Exception:
-                log.exception("environment %s: claims of dead holders not taken back yet", env_id)
+            except Exception as exc:
+                log_failure(log, exc, "environment %s: claims of dead holders not taken back yet", env_id)
         if taken:  # and the feedback they left undone
             self.taken_over()
 

@@ -29,6 +29,7 @@ from lsm.inventory import deploy_feedback, deploy_plan
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_plan import PlanResult
 from lsm.inventory.tables import utcnow
+from lsm.inventory.transient import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,8 @@ class Planning:
         for env_id in env_ids:
             try:
                 self.planner.plan(env_id)
-            except Exception:
-                log.exception("environment %s: the deploy plan failed", env_id)
+            except Exception as exc:
+                log_failure(log, exc, "environment %s: the deploy plan failed", env_id)
         self.wake(None)
 
     def heartbeat(self, running: object) -> None:

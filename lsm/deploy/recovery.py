@@ -36,6 +36,7 @@ from lsm.inventory import deploy_claims, deploy_feedback
 from lsm.inventory import leases as lease_sql
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_leases import process_lease_name
+from lsm.inventory.transient import log_failure
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,10 @@ class Recovery:
             try:
                 self.feedback.deliver(row.id, row.env_id, row.set_names, row.resource_ids)
                 done += 1
-            except Exception:
-                log.exception("environment %s: the interrupted deploy feedback failed again", row.env_id)
+            except Exception as exc:
+                log_failure(
+                    log, exc, "environment %s: the interrupted deploy feedback failed again", row.env_id
+                )
         return done
 
     def sweep(self, now: datetime, running: Collection[str]) -> None:

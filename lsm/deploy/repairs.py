@@ -15,6 +15,7 @@ from datetime import datetime
 
 from lsm.inventory import deploy_names, deploy_repair
 from lsm.inventory.database import Database
+from lsm.inventory.transient import log_failure
 from lsm.orchestration import EnvironmentContext
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,8 @@ class Repairs:
                 interval = self.contexts(env_id).settings.deploy_repair_interval
                 with self.db.write() as session:
                     scheduled += deploy_repair.repair_if_due(session, env_id, now, interval)
-            except Exception:
-                log.exception("environment %s: the repair could not be scheduled", env_id)
+            except Exception as exc:
+                log_failure(log, exc, "environment %s: the repair could not be scheduled", env_id)
         if scheduled:
             self.wake(None)
         return scheduled
