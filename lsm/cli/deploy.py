@@ -17,6 +17,7 @@ from lsm.cli.resources import status_cell
 if TYPE_CHECKING:
     from lsm.client import Client
 
+#: seconds between looks at the deploy status while ``lsm deploy --wait`` waits
 DEPLOY_POLL = 0.5
 
 

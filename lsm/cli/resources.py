@@ -1,5 +1,5 @@
 """``lsm resources [show ID]``: the resources of the newest desired state and where their
-deploy stands; ``status`` colours a resource status alike in every table."""
+deploy stands; ``status_cell`` colours a resource status alike in every table."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ _STATUS_STYLE = {
     "deploying": "blue",
     "noop_pending": "magenta",
 }
-#: seconds between looks at the deploy status while ``lsm deploy --wait`` waits
 
 
 def status_cell(value: Any) -> str:
