@@ -101,3 +101,13 @@ def test_a_shared_option_after_the_command_reaches_it() -> None:
         result = runner.invoke(app, line, env={"COLUMNS": "200", "LSM_URL": None})
         assert result.exit_code == 1, result.output
         assert "cannot reach the lsm server at http://127.0.0.1:9" in result.stderr
+
+
+def test_a_commands_help_points_at_the_shared_options() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(app, ["instance", "list", "--help"], env={"COLUMNS": "200"})
+    server = runner.invoke(app, ["server", "--help"], env={"COLUMNS": "200"})
+
+    assert listing.exit_code == 0 and server.exit_code == 0
+    assert "--url, -e/--environment, --json and --token" in listing.stdout
+    assert "--token" not in server.stdout  # it runs the engine: it takes none of them

@@ -70,11 +70,11 @@ app = typer.Typer(
 )
 app.callback()(read_shared_options)
 
-# server side
-app.command("server")(run.server)
-app.command("worker")(run.worker)
+# server side (an empty epilog: their help does not point at the shared options, they take none)
+app.command("server", epilog="")(run.server)
+app.command("worker", epilog="")(run.worker)
 app.add_typer(agent.app, name="agent")
-app.command("quickstart")(run.quickstart)
+app.command("quickstart", epilog="")(run.quickstart)
 app.add_typer(lifecycle.app, name="lifecycle")
 
 # the service inventory

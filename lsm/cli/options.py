@@ -79,8 +79,24 @@ def hoist_shared_options(args: list[str]) -> list[str]:
     return front + rest
 
 
+#: the last line of every command's help, which no longer lists the shared options itself
+SHARED_EPILOG = "Also --url, -e/--environment, --json and --token (lsm --help), before or after the command."
+
+
+def _mention_shared_options(command: Any) -> None:
+    for sub in getattr(command, "commands", {}).values():
+        if sub.epilog is None:
+            sub.epilog = SHARED_EPILOG
+        _mention_shared_options(sub)
+
+
 class SharedOptionsGroup(TyperGroup):
-    """The root group: reads the shared options wherever they are on the line (see above)."""
+    """The root group: reads the shared options wherever they are on the line (see above), and
+    names them at the foot of every command's help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _mention_shared_options(self)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         # ctx is typer's click Context (typer may carry its own click): Any keeps us off its path
