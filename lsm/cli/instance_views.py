@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def instances_table(instances: list[dict[str, Any]], title: str) -> Table:
+    """A listing of instances: id, state, version, owner and the attributes in force."""
     table = render.table(title, ("id", "state", "version", "owner", "attributes"))
     for i in instances:
         attributes = i.get("active_attributes") or i.get("candidate_attributes") or {}
@@ -27,6 +28,7 @@ def instances_table(instances: list[dict[str, Any]], title: str) -> Table:
 
 
 def show_instance(instance: dict[str, Any]) -> None:
+    """One instance: its header, then its three attribute sets side by side."""
     head = {
         k: instance.get(k)
         for k in ("id", "service_entity", "state", "version", "desired_state_version", "owner", "deleted")
