@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
-from lsm.cli.console import err, out
+from lsm.cli.console import err
 from lsm.cli.errors import errors_reported
 from lsm.gc_pause import freeze_startup_heap
 
@@ -184,5 +185,7 @@ def quickstart(
     from lsm import quickstart as demo
 
     with errors_reported():
-        code = demo.run(out, timeout=timeout)
+        # a console of its own: the demo's rules span the terminal's width, not the unbounded
+        # width ``out`` takes when it writes to no terminal (lsm.cli.console)
+        code = demo.run(Console(highlight=False), timeout=timeout)
     raise typer.Exit(code)
