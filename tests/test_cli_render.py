@@ -98,3 +98,18 @@ def test_text_that_is_not_a_time_is_left_alone() -> None:
         assert render.cell(value) == value
         assert render.local_time(value) == value
     assert render.cell(None) == "" and render.cell({"a": 1}) == '{"a": 1}'
+
+
+def test_a_table_to_no_terminal_keeps_ids_and_times_on_one_line(url: str) -> None:
+    """Piped or redirected (no terminal, no ``COLUMNS``), a table is laid out wide: an id or a
+    time is never folded over lines, whatever the 80 columns rich assumes without a terminal."""
+    created = json.loads(run(url, "instance", "create", "note", "--attr", "title=piped", "--json").stdout)
+    [event] = json.loads(run(url, "instance", "log", "note", created["id"], "--json").stdout)
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["instance", "list", "note", "--url", url], env={"COLUMNS": None})
+    log = runner.invoke(app, ["instance", "log", "note", created["id"], "--url", url], env={"COLUMNS": None})
+
+    assert listed.exit_code == 0 and log.exit_code == 0, listed.output + log.output
+    assert any(created["id"] in line for line in listed.stdout.splitlines())
+    assert any(render.local_time(event["created_at"]) in line for line in log.stdout.splitlines())

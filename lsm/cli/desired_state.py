@@ -19,8 +19,9 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from lsm.cli import DEFAULT_URL as DEFAULT_URL
-from lsm.cli import AsJson, Environment, Url, _print_kv, app, call, out, render
+from lsm.cli import render
+from lsm.cli.calls import call
+from lsm.cli.console import out
 
 if TYPE_CHECKING:
     from lsm.client import Client
@@ -38,20 +39,17 @@ class _DefaultShow(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-desired_state_app = typer.Typer(
+app = typer.Typer(
     cls=_DefaultShow,
     help="Desired-state versions: list, show one (VERSION [--resources]), diff two (diff A B).",
 )
-app.add_typer(desired_state_app, name="desired-state")
 
 
-@desired_state_app.command("show")
+@app.command("show")
 def show_versions(
+    ctx: typer.Context,
     version: Annotated[int | None, typer.Argument(help="A version; all versions when absent.")] = None,
     resources: Annotated[bool, typer.Option("--resources", help="List the version's resources.")] = False,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """Versions (newest first), or one version's sets or resources (the default command)."""
 
@@ -62,7 +60,7 @@ def show_versions(
 
     def show(data: Any) -> None:
         if isinstance(data, dict):
-            _print_kv(data, title=f"desired state {version}")
+            render.print_key_values(out, data, title=f"desired state {version}")
             return
         if not data:
             out.print("[dim](none)[/]")
@@ -73,19 +71,17 @@ def show_versions(
             table.add_row(*(render.cell(row.get(c)) for c in columns))
         out.print(table)
 
-    call(url, environment, as_json, request, show)
+    call(ctx, request, show)
 
 
 _CHANGE_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
 
 
-@desired_state_app.command("diff")
+@app.command("diff")
 def diff_versions(
+    ctx: typer.Context,
     version: Annotated[int, typer.Argument(help="The version to compare from.", min=0)],
     other: Annotated[int, typer.Argument(help="The version to compare to.", min=0)],
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """What turns VERSION into OTHER: sets added/removed/changed, then resources and changed fields."""
 
@@ -119,4 +115,4 @@ def diff_versions(
             )
         out.print(table)
 
-    call(url, environment, as_json, lambda c: c.desired_state_diff(version, other), show)
+    call(ctx, lambda c: c.desired_state_diff(version, other), show)

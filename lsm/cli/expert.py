@@ -12,25 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
-from lsm.cli import (
-    DEFAULT_URL,
-    AsJson,
-    CurrentVersion,
-    Environment,
-    Ref,
-    Url,
-    _show_instance,
-    app,
-    call,
-)
+from lsm.cli.calls import call
+from lsm.cli.instance_views import show_instance
+from lsm.cli.params import CurrentVersion, Entity, Ref
 
-expert_app = typer.Typer(
+app = typer.Typer(
     help="Expert mode (admins, setting expert_mode on): force a state, write attribute sets, destroy.",
     no_args_is_help=True,
 )
-app.add_typer(expert_app, name="expert")
 
-Entity = Annotated[str, typer.Argument(help="Entity (API name).")]
 Reason = Annotated[str, typer.Option("--reason", "-r", help="Why (required): kept in the log and the audit.")]
 SET_NAMES = ("candidate", "active", "rollback")
 
@@ -49,29 +39,26 @@ def _parse_set(name: str, text: str) -> dict[str, Any] | None:
     return value
 
 
-@expert_app.command("state")
+@app.command("state")
 def expert_state(
+    ctx: typer.Context,
     entity: Entity,
     ref: Ref,
     state: Annotated[str, typer.Argument(help="Any state of the instance's lifecycle.")],
     current_version: CurrentVersion,
     reason: Reason,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """Force an instance into a state, without a transfer, validation or operation."""
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.expert_state(entity, ref, current_version=current_version, state=state, reason=reason),
-        _show_instance,
+        show_instance,
     )
 
 
-@expert_app.command("attributes")
+@app.command("attributes")
 def expert_attributes(
+    ctx: typer.Context,
     entity: Entity,
     ref: Ref,
     current_version: CurrentVersion,
@@ -79,9 +66,6 @@ def expert_attributes(
     candidate: Annotated[str | None, _set_option("candidate")] = None,
     active: Annotated[str | None, _set_option("active")] = None,
     rollback: Annotated[str | None, _set_option("rollback")] = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """Replace the attribute sets given (checked against the entity's schema); the others stay."""
     given = {"candidate": candidate, "active": active, "rollback": rollback}
@@ -89,16 +73,15 @@ def expert_attributes(
     if not sets:
         raise typer.BadParameter("give at least one of --candidate, --active, --rollback")
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.expert_attributes(entity, ref, current_version=current_version, reason=reason, **sets),
-        _show_instance,
+        show_instance,
     )
 
 
-@expert_app.command("destroy")
+@app.command("destroy")
 def expert_destroy(
+    ctx: typer.Context,
     entity: Entity,
     ref: Ref,
     current_version: CurrentVersion,
@@ -111,17 +94,12 @@ def expert_destroy(
             "export covers its tree. No handler runs either way.",
         ),
     ],
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """Terminate an instance at once, without its lifecycle or any handler."""
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.expert_destroy(
             entity, ref, current_version=current_version, reason=reason, purge_resources=purge_resources
         ),
-        _show_instance,
+        show_instance,
     )

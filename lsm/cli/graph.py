@@ -2,7 +2,8 @@
 
 The server answers the graph as data (``?format=json``); this command draws it with
 ``lsm.graph`` — the same writers the API uses — so the CLI needs no Graphviz either.
-``-o FILE`` writes the picture to a file, else it goes to standard output::
+``-o FILE`` writes the picture to a file, else it goes to standard output; ``--json`` writes
+the graph as the server answered it instead of drawing it::
 
     lsm graph owners --entity router --id mgmt_ip=10.0.0.1 -o tree.svg
     lsm graph requires tree-a --format dot | dot -Tpng > tree-a.png
@@ -10,19 +11,21 @@ The server answers the graph as data (``?format=json``); this command draws it w
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from lsm.cli import DEFAULT_URL, Environment, Url, app, call, err
+from lsm.cli.calls import call
+from lsm.cli.console import err
+from lsm.cli.options import shared
 
-graph_app = typer.Typer(
+app = typer.Typer(
     help="Pictures: owner trees, resource sets, requires graphs, lifecycles (SVG or DOT).",
     no_args_is_help=True,
 )
-app.add_typer(graph_app, name="graph")
 
 
 class Format(StrEnum):
@@ -35,25 +38,30 @@ Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write to th
 VersionOption = Annotated[int | None, typer.Option("--version", help="Desired-state version (newest).")]
 
 
-def _draw(
-    url: str, environment: str | None, fmt: Format, output: Path | None, kind: str, **params: Any
-) -> None:
+def _draw(ctx: typer.Context, fmt: Format, output: Path | None, kind: str, **params: Any) -> None:
+    """Ask for the graph as data and write it drawn, or as that data with ``--json``."""
     from lsm.graph import Graph, to_dot, to_svg
+
+    as_json = shared(ctx).json
 
     def show(data: dict[str, Any]) -> None:
         graph = Graph.from_json(data)
-        text = to_dot(graph) if fmt is Format.DOT else to_svg(graph)
+        if as_json:
+            text = json.dumps(data, indent=2) + "\n"
+        else:
+            text = to_dot(graph) if fmt is Format.DOT else to_svg(graph)
         if output is None:
             typer.echo(text, nl=False)
         else:
             output.write_text(text, encoding="utf-8")
             err.print(f"wrote {len(graph.nodes)} nodes, {len(graph.edges)} edges to {output}")
 
-    call(url, environment, False, lambda c: c.graph(kind, **params), show)
+    call(ctx, lambda c: c.graph(kind, **params), show, raw=False)
 
 
-@graph_app.command("owners")
+@app.command("owners")
 def graph_owners(
+    ctx: typer.Context,
     entity: Annotated[str | None, typer.Option("--entity", help="Only this entity's instances.")] = None,
     instance: Annotated[
         str | None,
@@ -61,47 +69,42 @@ def graph_owners(
     ] = None,
     fmt: FormatOption = Format.SVG,
     output: Output = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
 ) -> None:
     """Ownership trees: an edge from each owner to what it owns."""
-    _draw(url, environment, fmt, output, "owners", entity=entity, id=instance)
+    _draw(ctx, fmt, output, "owners", entity=entity, id=instance)
 
 
-@graph_app.command("sets")
+@app.command("sets")
 def graph_sets(
+    ctx: typer.Context,
     version: VersionOption = None,
     fmt: FormatOption = Format.SVG,
     output: Output = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
 ) -> None:
     """The resource sets of a desired-state version and their resources."""
-    _draw(url, environment, fmt, output, "sets", version=version)
+    _draw(ctx, fmt, output, "sets", version=version)
 
 
-@graph_app.command("requires")
+@app.command("requires")
 def graph_requires(
+    ctx: typer.Context,
     set_name: Annotated[
         str, typer.Argument(metavar="SET", help="The resource set (shared: the shared set).")
     ],
     version: VersionOption = None,
     fmt: FormatOption = Format.SVG,
     output: Output = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
 ) -> None:
     """One set's resources and their requires, in deploy order (required -> requirer)."""
-    _draw(url, environment, fmt, output, "requires", set=set_name, version=version)
+    _draw(ctx, fmt, output, "requires", set=set_name, version=version)
 
 
-@graph_app.command("lifecycle")
+@app.command("lifecycle")
 def graph_lifecycle(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Lifecycle name, e.g. simple.")],
     fmt: FormatOption = Format.SVG,
     output: Output = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
 ) -> None:
     """A lifecycle as the environment knows it (offline: ``lsm lifecycle show NAME --dot``)."""
-    _draw(url, environment, fmt, output, "lifecycle", name=name)
+    _draw(ctx, fmt, output, "lifecycle", name=name)

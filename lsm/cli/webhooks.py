@@ -11,23 +11,23 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from lsm.cli import DEFAULT_URL, AsJson, Environment, Url, _print_kv, app, call, out, render
+from lsm.cli import render
+from lsm.cli.calls import call
+from lsm.cli.console import out
 
-webhook_app = typer.Typer(
-    help="Webhooks: signed callbacks of the environment's events.", no_args_is_help=True
-)
-app.add_typer(webhook_app, name="webhook")
+app = typer.Typer(help="Webhooks: signed callbacks of the environment's events.", no_args_is_help=True)
 
 WebhookId = Annotated[str, typer.Argument(help="The webhook's id (lsm webhook list).")]
 
 
 def _show_created(hook: dict[str, Any]) -> None:
-    _print_kv({k: v for k, v in hook.items() if k != "secret"}, "webhook")
+    render.print_key_values(out, {k: v for k, v in hook.items() if k != "secret"}, "webhook")
     out.print(f"secret (shown once; verify X-LSM-Signature with it): [bold]{escape(hook['secret'])}[/]")
 
 
-@webhook_app.command("add")
+@app.command("add")
 def webhook_add(
+    ctx: typer.Context,
     url_to_call: Annotated[str, typer.Argument(metavar="URL", help="http(s) URL that receives the POSTs.")],
     event: Annotated[
         list[str] | None,
@@ -38,22 +38,17 @@ def webhook_add(
         ),
     ] = None,
     secret: Annotated[str | None, typer.Option("--secret", help="The HMAC key (default: generated).")] = None,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """Register a receiver for the events from now on; prints its secret once."""
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.create_webhook(url_to_call, events=event or None, secret=secret),
         _show_created,
     )
 
 
-@webhook_app.command("list")
-def webhook_list(url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False) -> None:
+@app.command("list")
+def webhook_list(ctx: typer.Context) -> None:
     """The environment's webhooks (never a secret)."""
 
     def show(items: list[dict[str, Any]]) -> None:
@@ -68,47 +63,37 @@ def webhook_list(url: Url = DEFAULT_URL, environment: Environment = None, as_jso
             )
         out.print(table)
 
-    call(url, environment, as_json, lambda c: c.webhooks(), show)
+    call(ctx, lambda c: c.webhooks(), show)
 
 
-@webhook_app.command("show")
-def webhook_show(
-    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
-) -> None:
+@app.command("show")
+def webhook_show(ctx: typer.Context, webhook_id: WebhookId) -> None:
     """One webhook."""
-    call(url, environment, as_json, lambda c: c.webhook(webhook_id), lambda h: _print_kv(h, "webhook"))
+    call(ctx, lambda c: c.webhook(webhook_id), lambda h: render.print_key_values(out, h, "webhook"))
 
 
-@webhook_app.command("rm")
-def webhook_rm(
-    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
-) -> None:
+@app.command("rm")
+def webhook_rm(ctx: typer.Context, webhook_id: WebhookId) -> None:
     """Remove a webhook: its pending deliveries are cancelled; its log stays readable."""
-    call(url, environment, as_json, lambda c: c.delete_webhook(webhook_id), lambda h: _print_kv(h, "removed"))
+    call(ctx, lambda c: c.delete_webhook(webhook_id), lambda h: render.print_key_values(out, h, "removed"))
 
 
-@webhook_app.command("ping")
-def webhook_ping(
-    webhook_id: WebhookId, url: Url = DEFAULT_URL, environment: Environment = None, as_json: AsJson = False
-) -> None:
+@app.command("ping")
+def webhook_ping(ctx: typer.Context, webhook_id: WebhookId) -> None:
     """Queue a signed ping delivery (then see it with lsm webhook deliveries)."""
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.ping_webhook(webhook_id),
         lambda d: out.print(f"queued ping delivery {d['id']}"),
     )
 
 
-@webhook_app.command("deliveries")
+@app.command("deliveries")
 def webhook_deliveries(
+    ctx: typer.Context,
     webhook_id: WebhookId,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-    url: Url = DEFAULT_URL,
-    environment: Environment = None,
-    as_json: AsJson = False,
 ) -> None:
     """The webhook's deliveries, newest first: status, attempts, last answer."""
 
@@ -128,9 +113,7 @@ def webhook_deliveries(
         out.print(table)
 
     call(
-        url,
-        environment,
-        as_json,
+        ctx,
         lambda c: c.webhook_deliveries(webhook_id, limit=limit, offset=offset),
         show,
     )

@@ -33,7 +33,7 @@ from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")
 COUNT = 1000
-#: what ``lsm worker`` prints once its service loop runs (``lsm.cli._run_until_interrupted``)
+#: what ``lsm worker`` prints once its service loop runs (``lsm.cli.run.run_until_interrupted``)
 READY = "Ctrl-C to stop"
 
 pytestmark = pytest.mark.skipif(POSTGRES_URL is None, reason="needs LSM_TEST_POSTGRES_URL (PostgreSQL)")
