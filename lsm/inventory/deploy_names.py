@@ -43,7 +43,7 @@ def planned_environments(conn: Connection) -> list[str]:
 
 def live_processes(conn: Connection, now: datetime) -> int:
     """How many agent processes hold a live presence lease (at least one: the caller's own)."""
-    lease = LeaseRow.__table__  # type: ignore[attr-defined]
+    lease = LeaseRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     count = conn.execute(
         select(func.count())
         .select_from(lease)

@@ -72,7 +72,7 @@ def _start_clock(session: Session, env_id: str, now: datetime) -> None:
         return
     from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-    table = ScheduleRow.__table__  # type: ignore[attr-defined]
+    table = ScheduleRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
     session.connection().execute(
         pg_insert(table).values(env_id=env_id, job=REPAIR_JOB, last_tick=now).on_conflict_do_nothing()
     )
