@@ -58,20 +58,13 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from lsm.desired_state import ExportRequest
 from lsm.desired_state.records import VersionInfo, canonical_json
-from lsm.inventory.batches import chunks
-from lsm.inventory.tables import InstanceChangeRow, InstanceResourcesRow, InstanceRow
+from lsm.inventory import compile_records, instance_reads
 from lsm.model.context import InstanceDict
 from lsm.orchestration import EnvironmentContext
-
-_INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
-_RECORDS: sa.Table = InstanceResourcesRow.metadata.tables["lsm_instance_resources"]
-_CHANGES: sa.Table = InstanceChangeRow.metadata.tables["lsm_instance_change"]
-
 
 #: (model, selector, lifecycle specs) -> fingerprint; the objects are kept, so ids stay theirs
 _FINGERPRINTS: dict[
@@ -167,39 +160,22 @@ def find_changes(session: Session, ctx: EnvironmentContext) -> Changes:
     instance that is no longer live and exporting (moved on, deleted, gone).
     """
     conn = session.connection()
-    i, r, m = _INSTANCES.c, _RECORDS.c, _CHANGES.c
-    seen = {
-        iid: version
-        for iid, version in conn.execute(sa.select(m.instance_id, m.version).where(m.env_id == ctx.env_id))
-    }
+    seen = compile_records.read_markers(conn, ctx.env_id)
     ids = sorted(seen)
     exporting = {b.name: {s.name for s in ctx.lifecycle(b).states if s.export_resources} for b in ctx.catalog}
     live: dict[str, Pair | None] = dict.fromkeys(ids)
-    present: set[str] = set()
-    recorded: dict[str, tuple[Pair, str]] = {}
-    for chunk in chunks(ids):
-        # by id alone, the environment checked on the rows (``repository.ids_in`` says why)
-        query = sa.select(i.id, i.entity, i.state, i.version, i.deleted, i.env_id).where(i.id.in_(chunk))
-        rows = conn.execute(query)
-        for iid, entity, state, version, deleted, env_id in rows:
-            if env_id != ctx.env_id:
-                continue
-            present.add(iid)
-            if not deleted and state in exporting.get(entity, ()):
-                live[iid] = (version, state)
-        records = conn.execute(
-            sa.select(r.instance_id, r.instance_version, r.instance_state, r.set_name).where(
-                r.env_id == ctx.env_id, r.instance_id.in_(chunk)
-            )
-        )
-        for iid, version, state, root in records:
-            recorded[iid] = ((version, state), root)
+    # by id alone, the environment checked on the rows (``instance_reads.rows_by_id`` says why)
+    rows = instance_reads.export_states(conn, ctx.env_id, ids)
+    for iid, (entity, state, version, deleted) in rows.items():
+        if not deleted and state in exporting.get(entity, ()):
+            live[iid] = (version, state)
+    recorded = compile_records.recorded(conn, ctx.env_id, ids)
     changed = [iid for iid in ids if live[iid] != (recorded[iid][0] if iid in recorded else None)]
     roots = sorted({recorded[iid][1] for iid in changed if iid in recorded})
-    live_roots = _existing(conn, ctx.env_id, roots)
+    live_roots = instance_reads.existing_ids(conn, ctx.env_id, roots)
     return Changes(
         requested=list(
-            dict.fromkeys([*(c for c in changed if c in present), *(t for t in roots if t in live_roots)])
+            dict.fromkeys([*(c for c in changed if c in rows), *(t for t in roots if t in live_roots)])
         ),
         gone_roots=[root for root in roots if root not in live_roots],
         changed_instances=len(changed),
@@ -226,7 +202,7 @@ def clear_markers(
     """
     after: dict[str, Pair] = {d["id"]: (d["version"], d["state"]) for ds in compiled.values() for d in ds}
     trees = set(touched)
-    done: list[dict[str, Any]] = []
+    done: list[tuple[str, int]] = []
     for iid, version in changes.seen.items():
         if iid in after:
             record: Pair | None = after[iid]
@@ -235,15 +211,8 @@ def clear_markers(
         else:
             record = None
         if record == changes.live[iid]:
-            done.append({"env": env_id, "iid": iid, "seen": version})
-    m = _CHANGES.c
-    statement = sa.delete(_CHANGES).where(
-        m.env_id == sa.bindparam("env"),
-        m.instance_id == sa.bindparam("iid"),
-        m.version <= sa.bindparam("seen"),
-    )
-    if done:
-        session.connection().execute(statement, done)
+            done.append((iid, version))
+    compile_records.remove_markers(session.connection(), env_id, done)
     return len(done)
 
 
@@ -253,19 +222,7 @@ def clear_covered_markers(session: Session, env_id: str) -> None:
     Set-based (one statement), since a complete compile rewrote every record; markers of
     instances that export nothing stay for the next full compile to look at.
     """
-    m, r = _CHANGES.c, _RECORDS.c
-    covered = sa.exists().where(
-        r.env_id == env_id, r.instance_id == m.instance_id, r.instance_version >= m.version
-    )
-    session.connection().execute(sa.delete(_CHANGES).where(m.env_id == env_id, covered))
-
-
-def _existing(conn: sa.Connection, env_id: str, ids: Sequence[str]) -> set[str]:
-    found: set[str] = set()
-    for chunk in chunks(ids):
-        query = sa.select(_INSTANCES.c.id, _INSTANCES.c.env_id).where(_INSTANCES.c.id.in_(chunk))
-        found.update(iid for iid, env in conn.execute(query) if env == env_id)  # (``ids_in`` says why)
-    return found
+    compile_records.remove_covered_markers(session.connection(), env_id)
 
 
 def incremental_request(

@@ -23,9 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert
-from sqlalchemy import select as sa_select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from lsm.compiler import incremental, shared_records
 from lsm.compiler.instances import InstanceDict, instance_dict
@@ -35,8 +33,9 @@ from lsm.compiler.validation import ValidationBatches
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
+from lsm.inventory import compile_records, instance_reads
 from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow, InstanceResourcesRow, InstanceRow
+from lsm.inventory.tables import CompileRow
 from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
@@ -337,7 +336,7 @@ class CompileRunner:
             for binding in ctx.catalog:
                 lifecycle = ctx.lifecycle(binding)
                 exporting = {s.name: s.purge_resources for s in lifecycle.states if s.export_resources}
-                rows = _rows_in_states(session, ctx.env_id, binding.name, list(exporting))
+                rows = instance_reads.exporting_rows(session, ctx.env_id, binding.name, list(exporting))
                 out[binding.name] = [
                     instance_dict(row, row.active_attributes, purge=exporting[row.state]) for row in rows
                 ]
@@ -501,53 +500,13 @@ def record_instance_resources(
 ) -> None:
     """Replace the per-instance resource index of the compiled trees (all of them for a full
     compile) with ``rows`` (``instance_resource_rows`` of ``result``), at ``version``."""
-    conn = session.connection()
-    if full:
-        conn.execute(_DELETE_RECORDS, {"b_env": env_id})
-    else:
-        names = sorted({*trees, *result.tree_of.values()})
-        if not names:
-            return
-        conn.execute(_DELETE_TREE_RECORDS, {"b_env": env_id, "b_names": names})
-    for row in rows:
-        row["desired_state_version"] = version
-    for start in range(0, len(rows), 5000):
-        conn.execute(_INSERT_RECORDS, rows[start : start + 5000])
-
-
-_RECORDS = InstanceResourcesRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
-#: the per-instance resource index statements, built once (every export runs them)
-_DELETE_RECORDS = delete(_RECORDS).where(_RECORDS.c.env_id == bindparam("b_env"))
-_DELETE_TREE_RECORDS = _DELETE_RECORDS.where(_RECORDS.c.set_name.in_(bindparam("b_names", expanding=True)))
-_INSERT_RECORDS = insert(_RECORDS)
+    names = None if full else {*trees, *result.tree_of.values()}
+    compile_records.replace_records(session.connection(), env_id, rows, version=version, trees=names)
 
 
 def _complete_requested(batch: Batch) -> bool:
     """Whether any request of the batch asked for a complete full compile (``incremental: false``)."""
     return any(row.params.get("incremental") is False for row in batch.rows)
-
-
-def _rows_in_states(session: Session, env_id: str, entity: str, states: list[str]) -> list[Row[Any]]:
-    """Only the columns a compile reads, as rows (attribute access like the ORM object, at a
-    fraction of its cost on large inventories)."""
-    if not states:
-        return []
-    query = sa_select(
-        col(InstanceRow.id),
-        col(InstanceRow.entity),
-        col(InstanceRow.version),
-        col(InstanceRow.desired_state_version),
-        col(InstanceRow.state),
-        col(InstanceRow.candidate_attributes),
-        col(InstanceRow.active_attributes),
-        col(InstanceRow.rollback_attributes),
-    ).where(
-        col(InstanceRow.env_id) == env_id,
-        col(InstanceRow.entity) == entity,
-        col(InstanceRow.state).in_(states),
-        col(InstanceRow.deleted).is_(False),
-    )
-    return list(session.connection().execute(query))
 
 
 def _record(resource: Any) -> ResourceRecord:

@@ -20,23 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from lsm.desired_state import ResourceRecord, resource_set_hash
-from lsm.desired_state.merge import SHARED
-from lsm.inventory.batches import chunks
-from lsm.inventory.desired_state_statements import bulk_insert
-from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import TreeSharedRow
+from lsm.inventory import compile_records
 from lsm.model import RefineResult
-
-_TREE_SHARED: sa.Table = TreeSharedRow.metadata.tables["lsm_tree_shared"]
-#: the records of some trees (a partial compile's): built once
-_DELETE_TREES = sa.delete(_TREE_SHARED).where(
-    _TREE_SHARED.c.set_name.in_(sa.bindparam("b_names", expanding=True)),
-    _TREE_SHARED.c.env_id == sa.bindparam("b_env"),
-)
 
 
 class SharedConflict(Exception):
@@ -63,54 +51,34 @@ def replace_tree_shared(
     trees: Collection[str] | None,
 ) -> None:
     """Replace the shared-resource records of ``trees`` (every tree when None) from ``result``."""
-    conn = session.connection()
-    t = _TREE_SHARED.c
-    if trees is None:
-        conn.execute(sa.delete(_TREE_SHARED).where(t.env_id == env_id))
-    else:
-        for chunk in chunks(sorted({*trees, *result.tree_of.values()})):
-            conn.execute(_DELETE_TREES, {"b_env": env_id, "b_names": chunk})
     rows: dict[tuple[str, str], str] = {}
     for instance_id, ids in result.shared_of.items():
         root = result.tree_of[instance_id]
         for rid in ids:
             rows[(root, rid)] = hashes[rid]
-    bulk_insert(
-        conn,
-        _TREE_SHARED,
-        ("set_name", "env_id", "resource_id", "content_hash"),
-        [(root, env_id, rid, content_hash) for (root, rid), content_hash in rows.items()],
-    )
+    names = None if trees is None else {*trees, *result.tree_of.values()}
+    compile_records.replace_tree_shared(session.connection(), env_id, rows, trees=names)
 
 
 def check_shared_conflicts(session: Session, env_id: str, hashes: Mapping[str, str]) -> None:
     """Raise ``SharedConflict`` when a recorded tree shares one of ``hashes`` with another content.
 
     Call after the refined trees' records were replaced: any other hash then belongs to a kept
-    tree. Two range probes per id (``<`` and ``>``: ``!=`` would walk every producer).
+    tree.
     """
     conn = session.connection()
-    t = _TREE_SHARED.c
     for rid, content_hash in sorted(hashes.items()):
-        for other in (t.content_hash < content_hash, t.content_hash > content_hash):
-            query = sa.select(t.set_name).where(t.resource_id == rid, t.env_id == env_id, other).limit(1)
-            kept = conn.execute(query).scalar_one_or_none()
-            if kept is not None:
-                raise SharedConflict(rid, kept)
+        kept = compile_records.tree_sharing_otherwise(conn, env_id, rid, content_hash)
+        if kept is not None:
+            raise SharedConflict(rid, kept)
 
 
 def unproduced_shared(session: Session, env_id: str) -> list[str]:
     """Stored shared resources that no tree records any more: what a full compile retires.
 
-    One probe per current shared row through ``ix_lsm_tree_shared_resource``; call after the
-    refined trees' records were replaced.
+    Call after the refined trees' records were replaced.
     """
-    d, t = ds_resource.c, _TREE_SHARED.c
-    produced = sa.exists().where(t.resource_id == d.resource_id, t.env_id == env_id)
-    query = sa.select(d.resource_id).where(
-        d.set_name == SHARED, d.env_id == env_id, d.superseded_in.is_(None), ~produced
-    )
-    return sorted(session.connection().execute(query).scalars())
+    return compile_records.unproduced_shared(session.connection(), env_id)
 
 
 __all__ = [

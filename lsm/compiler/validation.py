@@ -29,17 +29,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
+from lsm.inventory import instance_reads
 from lsm.inventory.batches import aware
 from lsm.inventory.compile_queue import open_validations_since
 from lsm.inventory.compile_requests import ValidationParams, validation_params
 from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
 from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
@@ -241,13 +241,8 @@ class ValidationBatches:
         """Without partial compiles: every live instance, with the set its state names."""
         out: dict[str, list[InstanceDict]] = {}
         for binding in ctx.catalog:
-            query = select(InstanceRow).where(
-                InstanceRow.env_id == ctx.env_id,
-                InstanceRow.entity == binding.name,
-                col(InstanceRow.deleted).is_(False),
-            )
             dicts = []
-            for row in session.exec(query):
+            for row in instance_reads.live_instances(session, ctx.env_id, binding.name):
                 state = ctx.lifecycle(binding).state(row.state)
                 name = state.validate_self if row.id == validated.id else state.validate_others
                 if name is not None:

@@ -29,7 +29,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from lsm.desired_state.diff import VersionDiff, version_diff
@@ -45,9 +45,8 @@ from lsm.desired_state.records import (
 from lsm.errors import InvalidInput, LsmError, UnknownVersion
 from lsm.gc_pause import gc_paused
 from lsm.inventory import desired_state_statements as sql
-from lsm.inventory.batches import chunks
+from lsm.inventory import desired_state_versions as versions
 from lsm.inventory.database import Database
-from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
 
 
 class DesiredStateStore:
@@ -167,12 +166,7 @@ class DesiredStateStore:
     def latest_version(self, env_id: str) -> int | None:
         """The newest version number of ``env_id``, or None before its first export."""
         with self._db.read() as session:
-            latest = (
-                session.connection()
-                .execute(select(ds_head.c.latest).where(ds_head.c.env_id == env_id))
-                .scalar_one_or_none()
-            )
-        return latest or None
+            return versions.latest_version(session.connection(), env_id)
 
     def latest_fingerprint(
         self, env_id: str, *, session: Session | None = None
@@ -192,15 +186,9 @@ class DesiredStateStore:
 
     def list_versions(self, env_id: str, limit: int = 50, offset: int = 0) -> list[VersionInfo]:
         """Version headers, newest first."""
-        query = (
-            select(ds_version)
-            .where(ds_version.c.env_id == env_id)
-            .order_by(ds_version.c.number.desc())
-            .limit(limit)
-            .offset(offset)
-        )
         with self._db.read() as session:
-            return [_version_info(row) for row in session.connection().execute(query).mappings()]
+            rows = versions.version_headers(session.connection(), env_id, limit=limit, offset=offset)
+        return [_version_info(row) for row in rows]
 
     def get_version(self, env_id: str, number: int) -> VersionInfo:
         """The header of version ``number``; ``UnknownVersion`` if it does not exist (any more)."""
@@ -213,9 +201,7 @@ class DesiredStateStore:
         shared: list[str] = []
         with self._db.read() as session:
             conn = session.connection()
-            for set_name, resource_id in conn.execute(
-                sql.rows_at(env_id, number, None, ds_resource.c.resource_id)
-            ):
+            for set_name, resource_id in versions.resource_ids_at(conn, env_id, number):
                 (shared if set_name == SHARED else sets.setdefault(set_name, [])).append(resource_id)
             self._get_version(conn, env_id, number)  # after the rows: see _get_version
         for ids in sets.values():
@@ -232,11 +218,10 @@ class DesiredStateStore:
         """
         with self._db.read() as session:
             conn = session.connection()
-            columns = (ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires)
             found = [
                 (name, decode_record(resource_id, attributes, requires))
-                for name, resource_id, attributes, requires in conn.execute(
-                    sql.rows_at(env_id, number, set_name, *columns)
+                for name, resource_id, attributes, requires in versions.resources_at(
+                    conn, env_id, number, set_name
                 )
             ]
             self._get_version(conn, env_id, number)
@@ -249,14 +234,9 @@ class DesiredStateStore:
         Two versions that map a set to the same number share that revision: the set did not
         change between them (this is how tests prove what an export rewrote).
         """
-        query = select(ds_set_revision.c.name, ds_set_revision.c.first_version).where(
-            ds_set_revision.c.env_id == env_id,
-            sql.valid_at(ds_set_revision, number),
-            sql.read_guard(ds_set_revision),
-        )
         with self._db.read() as session:
             conn = session.connection()
-            found = {name: first for name, first in conn.execute(query)}
+            found = versions.revisions_at(conn, env_id, number)
             self._get_version(conn, env_id, number)
         return found
 
@@ -277,10 +257,7 @@ class DesiredStateStore:
     def _check_version(conn: Connection, env_id: str, number: int) -> None:
         """``UnknownVersion`` unless version ``number`` exists; reads only its key (the header of a
         full export carries every set name in ``sets_replaced``: decoding it costs the version)."""
-        found = conn.execute(
-            select(ds_version.c.number).where(ds_version.c.env_id == env_id, ds_version.c.number == number)
-        ).first()
-        if found is None:
+        if not versions.version_exists(conn, env_id, number):
             raise UnknownVersion(
                 f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
             )
@@ -288,13 +265,7 @@ class DesiredStateStore:
     def _get_version(self, conn: Connection, env_id: str, number: int) -> VersionInfo:
         """The version row, checked AFTER reading its rows: retention may delete a version
         between two READ COMMITTED statements, and then its rows may have been half read."""
-        row = (
-            conn.execute(
-                select(ds_version).where(ds_version.c.env_id == env_id, ds_version.c.number == number)
-            )
-            .mappings()
-            .one_or_none()
-        )
+        row = versions.version_header(conn, env_id, number)
         if row is None:
             raise UnknownVersion(
                 f"environment {env_id} has no desired-state version {number}", env_id=env_id, version=number
@@ -313,40 +284,7 @@ class DesiredStateStore:
         if keep < 1:
             raise InvalidInput(f"retention must keep at least one version, not {keep}", keep=keep)
         with self._db.write() as session:
-            conn = session.connection()
-            oldest_kept = conn.execute(
-                select(ds_version.c.number)
-                .where(ds_version.c.env_id == env_id)
-                .order_by(ds_version.c.number.desc())
-                .limit(1)
-                .offset(keep - 1)
-            ).scalar_one_or_none()
-            if oldest_kept is None:
-                return 0
-            dead_names = list(
-                conn.execute(
-                    select(ds_set_revision.c.name)
-                    .where(ds_set_revision.c.env_id == env_id, ds_set_revision.c.superseded_in <= oldest_kept)
-                    .distinct()
-                ).scalars()
-            )
-            for chunk in chunks([SHARED, *dead_names]):
-                conn.execute(
-                    delete(ds_resource).where(
-                        ds_resource.c.env_id == env_id,
-                        ds_resource.c.set_name.in_(chunk),
-                        ds_resource.c.superseded_in <= oldest_kept,
-                    )
-                )
-            conn.execute(
-                delete(ds_set_revision).where(
-                    ds_set_revision.c.env_id == env_id, ds_set_revision.c.superseded_in <= oldest_kept
-                )
-            )
-            deleted = conn.execute(
-                delete(ds_version).where(ds_version.c.env_id == env_id, ds_version.c.number < oldest_kept)
-            ).rowcount
-        return int(deleted)
+            return versions.delete_older_than_kept(session.connection(), env_id, keep)
 
 
 def _write_plan(conn: Connection, env_id: str, number: int, plan: ExportPlan) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 from lsm.errors import Conflict, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.views import compile_out
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import CompileOrder, enqueue
 from lsm.inventory.export_failures import followers, retry_order
-from lsm.inventory.views import compile_out
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
 from lsm.selection import available_selectors

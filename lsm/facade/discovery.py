@@ -20,8 +20,8 @@ from __future__ import annotations
 from lsm.errors import Conflict, InvalidInput, ModelError, NotFound
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.views import instance_out
 from lsm.inventory import discovery_store as store
-from lsm.inventory.views import instance_out
 from lsm.model.resource_id import parse_resource_id
 from lsm.orchestration import Command, Create, EnvironmentContext
 from lsm.schemas.discovery import DiscoveredResourceOut

@@ -9,10 +9,10 @@ from lsm.errors import InvalidInput, InvalidSetting
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.halts import brake_fields, no_wake
+from lsm.facade.views import environment_out
 from lsm.inventory import audit, deploy_queries, halts
 from lsm.inventory import repository as repo
 from lsm.inventory.settings import describe_settings, validate_setting
-from lsm.inventory.views import environment_out
 from lsm.schemas.environments import EnvironmentOut, SettingOut
 from lsm.selection.specs import validate_spec
 

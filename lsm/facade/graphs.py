@@ -15,10 +15,10 @@ from lsm.desired_state.merge import SHARED
 from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceSet, UnknownVersion
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.views import instance_out
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
 from lsm.inventory import deploy_queries, graph_queries
 from lsm.inventory import repository as repo
-from lsm.inventory.views import instance_out
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
 

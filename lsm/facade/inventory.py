@@ -19,12 +19,12 @@ from lsm.errors import Conflict, IdempotencyKeyReused, InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
+from lsm.facade.views import compile_out, event_out, instance_out
 from lsm.inventory import deploy_queries
 from lsm.inventory import repository as repo
 from lsm.inventory.deploy_queries import DeployState
 from lsm.inventory.idempotency import IdempotencyKeyRow, claim_key, find_key, record_answer
 from lsm.inventory.tables import EventRow, InstanceRow
-from lsm.inventory.views import compile_out, event_out, instance_out
 from lsm.orchestration import (
     Command,
     Create,

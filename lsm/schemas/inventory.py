@@ -1,6 +1,6 @@
 """Service instances and their event log: the bodies of ``/lsm/v1/service_inventory``.
 
-docs/api.md §4 (the instance body). The server builds them from rows (``lsm.inventory.views``); the client
+docs/api.md §4 (the instance body). The server builds them from rows (``lsm.facade.views``); the client
 may parse answers into them without importing anything of the server.
 """
 

@@ -30,15 +30,15 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, fields
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Concatenate, Literal, NamedTuple, ParamSpec, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from lsm.catalog import Catalog
 from lsm.errors import UnknownInstance
+from lsm.inventory import instance_reads
 from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRefRow, InstanceRow
 
 AttributeSetName = Literal["candidate", "active", "rollback"]
 
@@ -48,16 +48,9 @@ AttributeSetChooser = Callable[["InstanceRecord"], AttributeSetName | None]
 #: Ids per ``IN (...)`` query: far below SQLite's and PostgreSQL's bound-parameter limits.
 DEFAULT_CHUNK_SIZE = 500
 
-_INSTANCES: sa.Table = InstanceRow.metadata.tables["lsm_instance"]
-_REFS: sa.Table = InstanceRefRow.metadata.tables["lsm_instance_ref"]
-
-#: what points to these ids, on SQLite: given ``env_id = ?`` and a long ``target_id IN`` list its
-#: planner walks every relation of the environment through the primary key instead of probing
-#: the target index once per id, so the index is named (SQLAlchemy renders no SQLite hints)
-_REFS_TO_SQLITE = sa.text(
-    "SELECT source_id, attribute, target_id FROM lsm_instance_ref INDEXED BY ix_lsm_instance_ref_target "
-    "WHERE env_id = :env AND target_id IN :ids"
-).bindparams(sa.bindparam("ids", expanding=True))
+_P = ParamSpec("_P")
+#: one store read: the view's connection first (``lsm.inventory.instance_reads``)
+_Read = Callable[Concatenate[sa.Connection, _P], list[sa.RowMapping]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +167,8 @@ class InventoryView:
         ids = list(dict.fromkeys(instance_ids))
         missing = [i for i in ids if i not in self._rows]
         for chunk in self._chunks(missing):
-            # by id alone, the environment checked here: SQLite's planner takes ``env_id = ?`` with
-            # a long IN list to the (env_id, owner_id) index and reads the whole environment
-            for mapping in self._fetch(sa.select(_INSTANCES).where(_INSTANCES.c.id.in_(chunk))):
+            # by id alone, the environment checked here (``instance_reads.rows_by_id`` says why)
+            for mapping in self._fetch(instance_reads.rows_by_id, chunk):
                 if mapping["env_id"] == self.env_id:
                     self._remember(mapping)
             for i in chunk:
@@ -213,12 +205,14 @@ class InventoryView:
         name = self.catalog.get(binding_name).name
         key = (name, include_terminated, None if states is None else frozenset(states))
         if key not in self._listings:
-            stmt = sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.entity == name)
-            if states is not None:
-                stmt = stmt.where(_INSTANCES.c.state.in_(sorted(key[2] or ())))
-            if not include_terminated:
-                stmt = stmt.where(_INSTANCES.c.deleted == sa.false())
-            ids = [self._remember(m).id for m in self._fetch(stmt.order_by(_INSTANCES.c.id))]
+            rows = self._fetch(
+                instance_reads.rows_of_entity,
+                self.env_id,
+                name,
+                states=key[2],
+                include_deleted=include_terminated,
+            )
+            ids = [self._remember(m).id for m in rows]
             self._listings[key] = tuple(ids)
         self._read.update(self._listings[key])
         return [r for r in (self._rows[i] for i in self._listings[key]) if r is not None]
@@ -258,8 +252,7 @@ class InventoryView:
         missing = [i for i in ids if i not in self._children]
         for chunk in self._chunks(missing):
             found: dict[str, list[str]] = {i: [] for i in chunk}
-            stmt = sa.select(_INSTANCES).where(*self._env(), _INSTANCES.c.owner_id.in_(chunk))
-            for mapping in self._fetch(stmt):
+            for mapping in self._fetch(instance_reads.rows_owned_by, self.env_id, chunk):
                 record = self._remember(mapping)
                 found[cast(str, record.owner_id)].append(record.id)
             for owner, kids in found.items():
@@ -280,45 +273,37 @@ class InventoryView:
         return self.references_to_many([instance_id])[instance_id]
 
     def references_from_many(self, instance_ids: Iterable[str]) -> dict[str, list[Relation]]:
-        return self._references(instance_ids, self._refs_from, _REFS.c.source_id, lambda r: r.source_id)
+        return self._references(
+            instance_ids, self._refs_from, instance_reads.relations_from, lambda r: r.source_id
+        )
 
     def references_to_many(self, instance_ids: Iterable[str]) -> dict[str, list[Relation]]:
-        return self._references(instance_ids, self._refs_to, _REFS.c.target_id, lambda r: r.target_id)
+        return self._references(
+            instance_ids, self._refs_to, instance_reads.relations_to, lambda r: r.target_id
+        )
 
     # -- internals -------------------------------------------------------------------------------
     def _references(
         self,
         instance_ids: Iterable[str],
         cache: dict[str, tuple[Relation, ...]],
-        column: sa.Column[Any],
+        read: Callable[[sa.Connection, str, Sequence[str]], list[sa.RowMapping]],
         key: Callable[[Relation], str],
     ) -> dict[str, list[Relation]]:
         ids = list(dict.fromkeys(instance_ids))
         missing = [i for i in ids if i not in cache]
         for chunk in self._chunks(missing):
             found: dict[str, list[Relation]] = {i: [] for i in chunk}
-            stmt: sa.Executable = sa.select(_REFS.c.source_id, _REFS.c.attribute, _REFS.c.target_id).where(
-                _REFS.c.env_id == self.env_id, column.in_(chunk)
-            )
-            if column is _REFS.c.target_id and self._dialect() == "sqlite":
-                stmt = _REFS_TO_SQLITE.bindparams(env=self.env_id, ids=chunk)
-            for m in self._fetch(stmt):
+            for m in self._fetch(read, self.env_id, chunk):
                 relation = Relation(m["source_id"], m["attribute"], m["target_id"])
                 found[key(relation)].append(relation)
             for i, relations in found.items():
                 cache[i] = tuple(sorted(relations))
         return {i: list(cache[i]) for i in ids}
 
-    def _dialect(self) -> str:
-        bind = self._source.write_engine if isinstance(self._source, Database) else self._source.get_bind()
-        return bind.dialect.name
-
     def _is_terminated(self, instance_id: str) -> bool:
         record = self._rows.get(instance_id)
         return record is None or record.deleted
-
-    def _env(self) -> tuple[sa.ColumnElement[bool], ...]:
-        return (_INSTANCES.c.env_id == self.env_id,)
 
     def _remember(self, mapping: sa.RowMapping) -> InstanceRecord:
         record = self._rows.get(mapping["id"])
@@ -331,12 +316,13 @@ class InventoryView:
         for start in range(0, len(ids), self._chunk):
             yield list(ids[start : start + self._chunk])
 
-    def _fetch(self, stmt: sa.Executable) -> list[sa.RowMapping]:
+    def _fetch(self, read: _Read[_P], *args: _P.args, **kwargs: _P.kwargs) -> list[sa.RowMapping]:
+        """One store read (``lsm.inventory.instance_reads``) on the view's connection, counted."""
         self._queries += 1
         if isinstance(self._source, Database):
             with self._source.read() as session:
-                return list(session.connection().execute(stmt).mappings())
-        return list(self._source.connection().execute(stmt).mappings())
+                return read(session.connection(), *args, **kwargs)
+        return read(self._source.connection(), *args, **kwargs)
 
 
 __all__ = [

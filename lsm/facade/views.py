@@ -2,7 +2,8 @@
 
 Why here and not in ``lsm.schemas``: the models are shared with the client, which must not
 import the tables; the conversion from rows is the server's business, and one function per
-model keeps every route returning the same shape.
+model keeps every route returning the same shape. Why not in the store: the store reads and
+writes rows; which shape the API answers with is the facade's concern, above it.
 """
 
 from __future__ import annotations
