@@ -12,15 +12,18 @@ import html
 import re
 from collections.abc import Callable
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+import tests.models.fragile as fragile
 from lsm.api.console.compiles_pages import error_location, stage_timings, traceback_lines
 from lsm.api.console.render import templates
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.auth import AuthConfig
 from tests.console.ops_fixtures import ROUTERS, Pages, deployed_engine, discovery_engine, wait_for
 
 __all__ = ["deployed_engine", "discovery_engine"]
@@ -234,16 +237,25 @@ def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) 
 def test_a_failed_compile_shows_its_model_error_and_traceback(
     engine_factory: Callable[..., ApiRuntime],
 ) -> None:
-    engine = engine_factory("tests.models.fragile")
-    pages = Pages(engine)
+    """The traceback is a detail (``lsm.api.disclosure``): the page shows it only to an admin
+    who asks (``?details=1``), as the API does; everyone sees the error and its model line."""
+    engine = engine_factory("tests.models.fragile", config={"auth": AuthConfig(enabled=True)})
+    tokens = {
+        role: engine.facades.tokens.create(RequestContext.local(), role, {"default": role}).token
+        for role in ("viewer", "admin")
+    }
+    pages = Pages(engine, tokens["admin"])
+    bearer = {"Authorization": f"Bearer {tokens['admin']}"}
     answer = pages.post(
-        "/lsm/v1/service_inventory/widget", json={"attributes": {"name": "w1", "explode": True}}
+        "/lsm/v1/service_inventory/widget",
+        json={"attributes": {"name": "w1", "explode": True}},
+        headers=bearer,
     )
     assert answer.status_code == 200, answer.text
     engine.processing.drain()
-    failed = [c for c in pages.get("/api/v1/compiles").json() if c["status"] == "failed"]
+    failed = [c for c in pages.api("/api/v1/compiles") if c["status"] == "failed"]
     assert failed, "the exploding widget's compile did not fail"
-    report = pages.get(f"/compiles/{failed[0]['id']}")
+    report = pages.get(f"/compiles/{failed[0]['id']}", params={"details": "1"})
     assert report.status_code == 200
     assert "widget w1 exploded" in report.text and 'class="traceback"' in report.text
     # the report locates the error in the model: its source line is highlighted, and its frame
@@ -258,6 +270,22 @@ def test_a_failed_compile_shows_its_model_error_and_traceback(
         assert '<span class="hit">' in report.text[line_start : found.start()], "an unmarked model frame"
     listed = pages.get("/compiles", params={"status": "failed"})
     assert re.findall(r'data-compile="([^"]+)"', listed.text) == [c["id"] for c in failed]
+
+    # an admin who did not ask gets the error, its model line and a link to the details
+    plain = pages.get(f"/compiles/{failed[0]['id']}")
+    assert "widget w1 exploded" in plain.text and f'data-line="{location["line"]}"' in plain.text
+    assert 'class="traceback"' not in plain.text and "data-details" in plain.text
+    # a viewer never sees the traceback, nor the model's absolute path, even asking
+    viewer = Pages(engine, tokens["viewer"])
+    for shown in (
+        viewer.get(f"/compiles/{failed[0]['id']}", params={"details": "1"}),
+        viewer.get("/compiles"),
+    ):
+        assert shown.status_code == 200
+        assert "widget w1 exploded" in shown.text or "/compiles/" in shown.text
+        assert "Traceback" not in shown.text and 'class="traceback"' not in shown.text
+        assert "data-details" not in shown.text
+        assert str(Path(fragile.__file__).parent) not in shown.text
 
 
 def test_the_operations_templates_are_package_data() -> None:

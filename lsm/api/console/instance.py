@@ -33,6 +33,7 @@ from lsm.api.console.views import (
     side_by_side,
 )
 from lsm.api.deps import get_facades
+from lsm.api.disclosure import shown_diagnosis, shown_event, shows_details
 from lsm.errors import InvalidInput, LsmError, UnknownInstance, VersionConflict
 from lsm.facade import Facades, RequestContext
 from lsm.schemas.auth import Role
@@ -106,6 +107,11 @@ async def render(
 ) -> Response:
     ctx = context_of(request)
     view = await run_in_threadpool(instance_view, get_facades(request), ctx, entity, ref)
+    # the API's disclosure rules (``lsm.api.disclosure``): event lines and the diagnosis name no
+    # server path
+    details = await run_in_threadpool(shows_details, request)
+    view["log"] = [shown_event(request, e, details=details) for e in view["log"]]
+    view["diagnosis"] = shown_diagnosis(request, view["diagnosis"], details=details)
     view["expert"] = await run_in_threadpool(expert_zone, get_facades(request), ctx)
     if values is not None:
         view["values"] = {**view["values"], **values}
