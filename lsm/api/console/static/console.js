@@ -4,7 +4,9 @@
 // - elements with an id and [data-live] are refetched from the page's own URL (meta page-url)
 //   when the event stream (/console/events) reports a change that concerns them; a region
 //   marked [data-keep-dirty] is left alone while one of its forms is being edited, so that a
-//   change made meanwhile by someone else comes back as an explained 409, never overwritten.
+//   change made meanwhile by someone else comes back as an explained 409, never overwritten;
+// - a drawing (.drawing svg) is fitted to the page by CSS; the wheel zooms it around the
+//   pointer, dragging pans it, a double click fits it again (its viewBox changes, nothing else).
 "use strict";
 (function () {
   function meta(name) {
@@ -27,6 +29,46 @@
     var form = event.target;
     var question = form.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
+
+  function drawingOf(target) {
+    return target && target.closest ? target.closest(".drawing svg.lsm-graph") : null;
+  }
+  function viewBox(svg) {
+    if (!svg.hasAttribute("data-fit")) { svg.setAttribute("data-fit", svg.getAttribute("viewBox")); }
+    return svg.getAttribute("viewBox").split(/[ ,]+/).map(Number);
+  }
+  document.addEventListener("wheel", function (event) {
+    var svg = drawingOf(event.target);
+    if (!svg) { return; }
+    event.preventDefault();
+    var box = viewBox(svg), rect = svg.getBoundingClientRect();
+    var factor = event.deltaY < 0 ? 0.8 : 1.25;
+    var px = box[0] + (event.clientX - rect.left) / rect.width * box[2];
+    var py = box[1] + (event.clientY - rect.top) / rect.height * box[3];
+    var w = box[2] * factor, h = box[3] * factor;
+    svg.setAttribute("viewBox", [px - (px - box[0]) * factor, py - (py - box[1]) * factor, w, h].join(" "));
+  }, { passive: false });
+  var panning = null;
+  document.addEventListener("pointerdown", function (event) {
+    var svg = drawingOf(event.target);
+    if (!svg || event.button !== 0 || event.target.closest("a")) { return; }
+    panning = { svg: svg, x: event.clientX, y: event.clientY, box: viewBox(svg) };
+    svg.classList.add("panning");
+  });
+  document.addEventListener("pointermove", function (event) {
+    if (!panning) { return; }
+    var rect = panning.svg.getBoundingClientRect(), box = panning.box;
+    var dx = (event.clientX - panning.x) / rect.width * box[2];
+    var dy = (event.clientY - panning.y) / rect.height * box[3];
+    panning.svg.setAttribute("viewBox", [box[0] - dx, box[1] - dy, box[2], box[3]].join(" "));
+  });
+  document.addEventListener("pointerup", function () {
+    if (panning) { panning.svg.classList.remove("panning"); panning = null; }
+  });
+  document.addEventListener("dblclick", function (event) {
+    var svg = drawingOf(event.target);
+    if (svg && svg.hasAttribute("data-fit")) { svg.setAttribute("viewBox", svg.getAttribute("data-fit")); }
   });
 
   function concerns(region, data) {

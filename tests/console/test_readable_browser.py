@@ -1,0 +1,94 @@
+"""Pages an operator reads all day, in headless Chromium against ``examples/router_port``.
+
+The example is the Inmanta-style router/port binding: ports name their router (``lsm.Ref``) and
+both entities run the ``simple_with_delete_validate`` lifecycle, the largest the project ships.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from lsm.runtime.config import ServerConfig
+from lsm.runtime.wiring import build_api
+from lsm.testing import served_url
+from tests.console.conftest import ROOT, ConsoleServer
+
+PAGE_WIDTH = 1400
+
+
+@pytest.fixture
+def router_port_server(tmp_path: Path) -> Iterator[ConsoleServer]:
+    """``lsm server`` on ``examples/router_port`` (authentication off), worker and agent inside."""
+    config = ServerConfig(
+        database_url=f"sqlite:///{tmp_path / 'lsm.db'}",
+        model=str(ROOT / "examples" / "router_port"),
+        embedded_worker=True,
+        embedded_agent=True,
+        state_dir=str(tmp_path / "state"),
+    )
+    engine = build_api(config)
+    engine.start()
+    try:
+        with served_url(engine) as url:
+            yield ConsoleServer(engine, url, tmp_path / "state")
+    finally:
+        engine.stop()
+        engine.db.dispose()
+
+
+def overlapping(boxes: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Pairs of text boxes that overlap (by more than half a pixel each way)."""
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if (
+                a["x"] + a["w"] - 0.5 > b["x"]
+                and b["x"] + b["w"] - 0.5 > a["x"]
+                and a["y"] + a["h"] - 0.5 > b["y"]
+                and b["y"] + b["h"] - 0.5 > a["y"]
+            ):
+                found.append((a["text"], b["text"]))
+    return found
+
+
+TEXT_BOXES = """svg => Array.from(svg.querySelectorAll('text')).map(t => {
+  const r = t.getBoundingClientRect();
+  return {text: t.textContent, x: r.x, y: r.y, w: r.width, h: r.height};
+})"""
+
+
+def test_the_largest_lifecycle_drawing_has_no_overlapping_label_and_fits_the_page(
+    router_port_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
+) -> None:
+    if shutil.which("dot") is None:
+        pytest.skip("no Graphviz dot: install Debian's graphviz package (.ci/run does)")
+    page = browser_page
+    page.goto(f"{router_port_server.url}/catalog/router")
+    drawing = page.locator(".drawing svg.lsm-graph")
+    expect(drawing).to_have_attribute("data-layout", "graphviz")
+    expect(drawing).to_have_attribute("aria-label", "simple_with_delete_validate")
+    boxes = drawing.evaluate(TEXT_BOXES)
+    transfers = page.locator(".drawing svg g.edge").count()
+    assert transfers >= 37 and len(boxes) > transfers, (transfers, len(boxes))
+    assert overlapping(boxes) == []
+    box = drawing.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PAGE_WIDTH, box
+    assert page.evaluate("document.documentElement.scrollWidth") <= PAGE_WIDTH
+    outside = [b for b in boxes if b["x"] < box["x"] - 1 or b["x"] + b["w"] > box["x"] + box["width"] + 1]
+    assert outside == [], (box, outside)
+    shoot(page, "lifecycle-fitted")
+    # zoom around the pointer, pan, and a double click fits it again
+    fitted = drawing.get_attribute("viewBox")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -300)
+    zoomed = drawing.get_attribute("viewBox")
+    assert zoomed != fitted and float(zoomed.split()[2]) < float(fitted.split()[2])
+    shoot(page, "lifecycle-zoomed")
+    drawing.dblclick()
+    assert drawing.get_attribute("viewBox") == fitted
