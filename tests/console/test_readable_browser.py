@@ -6,6 +6,7 @@ both entities run the ``simple_with_delete_validate`` lifecycle, the largest the
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -92,3 +93,57 @@ def test_the_largest_lifecycle_drawing_has_no_overlapping_label_and_fits_the_pag
     shoot(page, "lifecycle-zoomed")
     drawing.dblclick()
     assert drawing.get_attribute("viewBox") == fitted
+
+
+def order(server: ConsoleServer, entity: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    with server.http() as api:
+        answer = api.post(f"/lsm/v1/service_inventory/{entity}", json={"attributes": attributes})
+    assert answer.status_code == 200, answer.text
+    made: dict[str, Any] = answer.json()
+    return made
+
+
+def test_the_port_inventory_shows_each_port_s_name_and_its_router_s_identity(
+    router_port_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
+) -> None:
+    server = router_port_server
+    edge1 = order(server, "router", {"mgmt_ip": "10.0.0.1", "name": "edge-1"})
+    edge2 = order(server, "router", {"mgmt_ip": "10.0.0.2", "name": "edge-2"})
+    ports = {
+        ("eth0", "10.0.0.1"): order(server, "port", {"name": "eth0", "router": edge1["id"]}),
+        ("eth1", "10.0.0.1"): order(server, "port", {"name": "eth1", "router": edge1["id"], "mtu": 9000}),
+        ("eth0", "10.0.0.2"): order(server, "port", {"name": "eth0", "router": edge2["id"]}),
+    }
+    page = browser_page
+    page.goto(f"{server.url}/inventory/port")
+    rows = page.locator("tr[data-instance]")
+    expect(rows).to_have_count(3)
+    for (name, router), made in ports.items():
+        row = page.locator(f"tr[data-instance='{made['id']}']")
+        expect(row.locator("td[data-attribute=name]")).to_have_text(name)
+        owner = row.locator("td[data-owner] a")
+        expect(owner).to_have_text(router)  # the router by its identity, not its UUID
+        router_id = (edge1 if router == "10.0.0.1" else edge2)["id"]
+        expect(owner).to_have_attribute("href", f"/inventory/router/{router_id}")
+        expect(row.locator("td").first).to_contain_text(made["id"][:8])
+        expect(row.locator("td").first.locator("code")).to_have_attribute("title", made["id"])
+        expect(row.locator(".state-chip")).to_have_class(re.compile(r"label-\w+"))
+    assert made["id"] not in page.locator("tbody").inner_text()  # no full UUID is printed
+    shoot(page, "port-inventory")
+    # the filter finds rows by any shown value: the router's identity and an attribute together
+    page.get_by_label("Filter these rows").fill("10.0.0.1 9000")
+    expect(page.locator("tr[data-instance]:visible")).to_have_count(1)
+    expect(page.locator("tr[data-instance]:visible td[data-attribute=name]")).to_have_text("eth1")
+    page.get_by_label("Filter these rows").fill("")
+    # sorting by the owner column puts 10.0.0.2 last, and again first
+    header = page.locator("th[data-sort]", has_text="router")
+    header.click()
+    expect(page.locator("tr[data-instance] td[data-owner]").last).to_have_text("10.0.0.2")
+    header.click()
+    expect(page.locator("tr[data-instance] td[data-owner]").first).to_have_text("10.0.0.2")
+    # the copy button holds the whole id
+    first = page.locator("tr[data-instance]").first
+    full = first.get_attribute("data-instance")
+    first.locator("button[data-copy]").click()
+    expect(first.locator("button[data-copy]")).to_have_attribute("data-copied", str(full))
+    shoot(page, "port-inventory-sorted")

@@ -17,6 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.console.forms import read_form
+from lsm.api.console.names import Namer, attributes_of, identity_text
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -94,6 +95,7 @@ def instances(request: Request, entity: str) -> Response:
         more = len(rows) > limit
         rows = rows[:limit]
     labels = {s.name: s.label for s in found.lifecycle.states}
+    columns, table = summary_rows(Namer(facades, ctx), found, rows)
 
     def at(start: int) -> str:
         return f"/inventory/{entity}?" + urlencode(
@@ -105,6 +107,8 @@ def instances(request: Request, entity: str) -> Response:
         "inventory.html",
         entity=found,
         rows=rows,
+        columns=columns,
+        table=table,
         labels=labels,
         states=states,
         known_states=known,
@@ -115,6 +119,34 @@ def instances(request: Request, entity: str) -> Response:
         prev_url=at(max(offset - limit, 0)) if offset > 0 and not query else None,
         next_url=at(offset + limit) if more else None,
     )
+
+
+def summary_rows(
+    namer: Namer, entity: EntityOut, rows: list[InstanceOut]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The summary columns (the binding's ``summary`` but the identity and the owner, which have
+    their own) and per row: its identity, its owner and each column's value, a reference shown
+    as the identity of the instance it points to (``lsm.api.console.names``)."""
+    columns = [a for a in entity.summary if a not in (entity.identity, entity.relation_to_owner)]
+    targets = {a.name: a.relation.target for a in entity.attributes if a.relation is not None}
+    table = []
+    for row in rows:
+        values = attributes_of(row)
+        cells: dict[str, Any] = {}
+        for name in columns:
+            value = values.get(name)
+            target = targets.get(name)
+            if target is not None and isinstance(value, str):
+                cells[name] = namer.name(target, value)
+            elif target is not None and isinstance(value, list):
+                cells[name] = [namer.name(target, str(v)) for v in value]
+            else:
+                cells[name] = "" if value is None else str(value)[:120]
+        owner = namer.name(entity.owner, row.owner) if entity.owner and row.owner else None
+        table.append(
+            {"instance": row, "identity": identity_text(entity, row), "owner": owner, "cells": cells}
+        )
+    return columns, table
 
 
 @router.get("/inventory/{entity}/new")

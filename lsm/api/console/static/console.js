@@ -5,6 +5,8 @@
 //   when the event stream (/console/events) reports a change that concerns them; a region
 //   marked [data-keep-dirty] is left alone while one of its forms is being edited, so that a
 //   change made meanwhile by someone else comes back as an explained 409, never overwritten;
+// - [data-copy] buttons copy their value (a full UUID shown short); [data-filter-rows] hides
+//   the table's rows that do not contain its text; a click on th[data-sort] sorts by that column;
 // - a drawing (.drawing svg) is fitted to the page by CSS; the wheel zooms it around the
 //   pointer, dragging pans it, a double click fits it again (its viewBox changes, nothing else).
 "use strict";
@@ -29,6 +31,48 @@
     var form = event.target;
     var question = form.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-copy]");
+    if (button) {
+      var value = button.getAttribute("data-copy");
+      var done = function () { button.classList.add("copied"); button.setAttribute("data-copied", value); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(value).then(done, done);
+      } else {
+        var area = document.createElement("textarea");
+        area.value = value; document.body.appendChild(area); area.select();
+        try { document.execCommand("copy"); } catch (err) { /* nothing more to try */ }
+        document.body.removeChild(area); done();
+      }
+      return;
+    }
+    var th = event.target.closest && event.target.closest("th[data-sort]");
+    if (!th) { return; }
+    var table = th.closest("table"), body = table.tBodies[0];
+    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var down = th.getAttribute("aria-sort") === "ascending";
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", down ? "descending" : "ascending");
+    var rows = Array.prototype.slice.call(body.querySelectorAll("tr[data-instance]"));
+    rows.sort(function (a, b) {
+      var x = (a.children[column] || {}).textContent || "", y = (b.children[column] || {}).textContent || "";
+      var order = x.trim().localeCompare(y.trim(), undefined, { numeric: true });
+      return down ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  });
+  document.addEventListener("input", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("input[data-filter-rows]")) { return; }
+    var table = document.querySelector(box.getAttribute("data-filter-rows"));
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    if (!table) { return; }
+    table.querySelectorAll("tbody tr[data-instance]").forEach(function (row) {
+      var text = row.textContent.toLowerCase();
+      row.hidden = !words.every(function (w) { return text.indexOf(w) >= 0; });
+    });
   });
 
   function drawingOf(target) {
