@@ -147,3 +147,32 @@ def test_the_port_inventory_shows_each_port_s_name_and_its_router_s_identity(
     first.locator("button[data-copy]").click()
     expect(first.locator("button[data-copy]")).to_have_attribute("data-copied", str(full))
     shoot(page, "port-inventory-sorted")
+
+
+def test_ordering_a_port_picks_its_router_by_identity(
+    router_port_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
+) -> None:
+    server = router_port_server
+    order(server, "router", {"mgmt_ip": "10.0.0.1", "name": "edge-1"})
+    edge2 = order(server, "router", {"mgmt_ip": "10.0.0.2", "name": "edge-2"})
+    page = browser_page
+    page.goto(f"{server.url}/inventory/port/new")
+    picker = page.locator("select#attr-router")
+    expect(picker).to_have_attribute("data-picker", "router")
+    labels = picker.locator("option").all_inner_texts()
+    assert [label.split(" · ")[0] for label in labels[1:]] == ["10.0.0.1", "10.0.0.2"], labels
+    # the search box narrows the routers and picks the first that matches
+    page.get_by_label("search router").fill("0.2")
+    expect(picker).to_have_value(edge2["id"])
+    expect(picker.locator("option:not([hidden])")).to_have_count(2)  # the empty choice and 10.0.0.2
+    page.fill("#attr-name", "eth7")
+    shoot(page, "order-port-picker")
+    page.get_by_role("button", name="Order").click()
+    page.wait_for_url("**/inventory/port/*")
+    port_id = page.url.rsplit("/", 1)[1]
+    with server.http() as api:
+        made = api.get(f"/lsm/v1/service_inventory/port/{port_id}").json()
+    assert (made["candidate_attributes"] or made["active_attributes"])["router"] == edge2["id"]
+    assert made["owner"] == edge2["id"]
+    page.goto(f"{server.url}/inventory/port")
+    expect(page.locator(f"tr[data-instance='{port_id}'] td[data-owner]")).to_have_text("10.0.0.2")

@@ -17,7 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.console.forms import read_form
-from lsm.api.console.names import Namer, attributes_of, identity_text
+from lsm.api.console.names import Namer, attributes_of, identity_text, reference_choices
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -128,7 +128,7 @@ def summary_rows(
     their own) and per row: its identity, its owner and each column's value, a reference shown
     as the identity of the instance it points to (``lsm.api.console.names``)."""
     columns = [a for a in entity.summary if a not in (entity.identity, entity.relation_to_owner)]
-    targets = {a.name: a.relation.target for a in entity.attributes if a.relation is not None}
+    targets = {r.attribute: r.target for r in entity.relations}  # binding names
     table = []
     for row in rows:
         values = attributes_of(row)
@@ -151,8 +151,10 @@ def summary_rows(
 
 @router.get("/inventory/{entity}/new")
 def order_form(request: Request, entity: str) -> Response:
-    found = get_facades(request).catalog.get_entity(context_of(request), entity, summary=False)
-    return page(request, "order.html", entity=found, values={}, error=None)
+    facades, ctx = get_facades(request), context_of(request)
+    found = facades.catalog.get_entity(ctx, entity, summary=False)
+    choices = reference_choices(Namer(facades, ctx), found)
+    return page(request, "order.html", entity=found, values={}, error=None, choices=choices)
 
 
 @router.post("/inventory/{entity}")
@@ -169,8 +171,15 @@ async def order(request: Request, entity: str) -> Response:
     except LsmError as exc:
         if exc.status >= 500:
             raise
+        choices = await run_in_threadpool(reference_choices, Namer(facades, ctx), found)
         return page(
-            request, "order.html", status_code=exc.status, entity=found, values=values, error=error_view(exc)
+            request,
+            "order.html",
+            status_code=exc.status,
+            entity=found,
+            values=values,
+            error=error_view(exc),
+            choices=choices,
         )
     return RedirectResponse(f"/inventory/{entity}/{created.id}", status_code=303)
 

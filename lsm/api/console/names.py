@@ -76,3 +76,37 @@ class Namer:
                     text = None
             self._named[key] = Named(entity, instance_id, text or instance_id[:SHORT_ID], text is not None)
         return self._named[key]
+
+
+#: a reference field offers at most this many instances to pick from (more: a text box for the id)
+MOST_CHOICES = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Picker:
+    """A reference field's choices: the entity it points to and its live instances by identity."""
+
+    target: str
+    options: list[Named]
+
+
+def reference_choices(namer: Namer, entity: EntityOut) -> dict[str, Picker]:
+    """Per single reference attribute of ``entity``: the live instances it may point to, by
+    identity (sorted), for the form's picker; an attribute whose target has more than
+    ``MOST_CHOICES`` live instances is left out (its field stays a text box for the id)."""
+    found: dict[str, Picker] = {}
+    for relation in entity.relations:  # by binding name (an attribute's ``relation`` names the class)
+        if relation.many:
+            continue
+        target = relation.target
+        target_entity = namer.entity(target)
+        rows = namer.facades.inventory.list_instances(namer.ctx, target, limit=MOST_CHOICES + 1)
+        if len(rows) > MOST_CHOICES or target_entity is None:
+            continue
+        named = []
+        for row in rows:
+            text = identity_text(target_entity, row)
+            named.append(Named(target, row.id, text or row.id[:SHORT_ID], text is not None))
+        options = sorted(named, key=lambda n: (not n.by_identity, n.text, n.id))
+        found[relation.attribute] = Picker(target, options)
+    return found

@@ -7,6 +7,7 @@
 //   change made meanwhile by someone else comes back as an explained 409, never overwritten;
 // - [data-copy] buttons copy their value (a full UUID shown short); [data-filter-rows] hides
 //   the table's rows that do not contain its text; a click on th[data-sort] sorts by that column;
+// - a reference picker (select[data-picker]) gets a search box that narrows its options;
 // - a drawing (.drawing svg) is fitted to the page by CSS; the wheel zooms it around the
 //   pointer, dragging pans it, a double click fits it again (its viewBox changes, nothing else).
 "use strict";
@@ -172,5 +173,27 @@
     source.addEventListener("compile_finished", function () { schedule(null); });
     window.addEventListener("pagehide", function () { source.close(); });
   }
+  function pickers() {
+    document.querySelectorAll("select[data-picker]").forEach(function (select) {
+      var search = document.createElement("input");
+      search.type = "search";
+      search.placeholder = "search " + select.getAttribute("data-picker") + " by identity";
+      search.setAttribute("aria-label", "search " + select.getAttribute("data-picker"));
+      search.setAttribute("data-picker-search", select.id);
+      search.addEventListener("input", function (event) {
+        event.stopPropagation();
+        var words = search.value.toLowerCase();
+        var first = null;
+        Array.prototype.forEach.call(select.options, function (option) {
+          var hit = !option.value || option.textContent.toLowerCase().indexOf(words) >= 0;
+          option.hidden = !hit;
+          if (hit && option.value && first === null) { first = option; }
+        });
+        if (first && words) { select.value = first.value; }
+      });
+      select.parentNode.insertBefore(search, select);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", pickers);
   document.addEventListener("DOMContentLoaded", connect);
 })();
