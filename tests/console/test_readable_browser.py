@@ -176,3 +176,35 @@ def test_ordering_a_port_picks_its_router_by_identity(
     assert made["owner"] == edge2["id"]
     page.goto(f"{server.url}/inventory/port")
     expect(page.locator(f"tr[data-instance='{port_id}'] td[data-owner]")).to_have_text("10.0.0.2")
+
+
+def test_the_update_form_offers_only_rw_plus_and_fields_check_their_type_before_the_post(
+    router_port_server: ConsoleServer, browser_page: Page, shoot: Callable[[Page, str], Path]
+) -> None:
+    server = router_port_server
+    edge1 = order(server, "router", {"mgmt_ip": "10.0.0.1", "name": "edge-1"})
+    port = order(server, "port", {"name": "eth0", "router": edge1["id"]})
+    page = browser_page
+    page.goto(f"{server.url}/inventory/port/{port['id']}")
+    form = page.locator("form[data-action=update]")
+    expect(form.locator("input[name='attr.mtu']")).to_be_enabled()
+    expect(form.locator("input[name='attr.vlan']")).to_be_enabled()
+    for fixed in ("name", "router"):
+        expect(form.locator(f"input[name='attr.{fixed}']")).to_have_count(0)
+        expect(form.locator(f"#attr-{fixed}")).to_be_disabled()
+        expect(form.locator(f"[data-fixed-reason={fixed}]")).to_contain_text("read-only afterwards")
+    # a value that is not of the attribute's type is refused in the browser: nothing is posted
+    form.locator("#attr-mtu").fill("big")
+    assert form.locator("#attr-mtu").evaluate("input => input.validity.patternMismatch")
+    version = page.locator("[data-instance-version]").inner_text()
+    form.locator("button").click()
+    assert page.url.endswith(f"/inventory/port/{port['id']}")
+    expect(page.locator("[data-instance-version]")).to_have_text(version)
+    shoot(page, "update-form")
+    page.goto(f"{server.url}/inventory/port/new")
+    page.fill("#attr-name", "eth1")
+    page.get_by_label("search router").fill("10.0.0.1")
+    page.fill("#attr-mtu", "1500.5")
+    page.get_by_role("button", name="Order").click()
+    assert page.url.endswith("/inventory/port/new")  # the browser kept the form: not a whole number
+    assert page.locator("#attr-mtu").evaluate("input => !input.validity.valid")
