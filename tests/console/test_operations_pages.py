@@ -112,6 +112,15 @@ def test_the_desired_state_pages(pages: Pages) -> None:
     content = pages.get(f"/api/v1/desired_state/{newest}").json()
     for name in content["sets"]:
         assert f'data-set="{name}"' in one.text
+    # each set is named after its root: the router's entity and identity, in the API and the page
+    routers = {
+        r["id"]: (r["active_attributes"] or r["candidate_attributes"]) for r in pages.get(ROUTERS).json()
+    }
+    assert content["set_names"] == {name: f"router {routers[name]['name']}" for name in content["sets"]}
+    for label in content["set_names"].values():
+        assert f">{label}</a>" in one.text
+    resources = pages.get(f"/api/v1/desired_state/{newest}/resources").json()
+    assert {r["set_name"] for r in resources if r["set"]} <= set(content["set_names"].values())
     set_name = next(iter(content["sets"]))
     in_set = pages.get(f"/desired-state/{newest}", params={"set": set_name})
     for rid in content["sets"][set_name]:
@@ -134,6 +143,7 @@ def test_the_desired_state_pages(pages: Pages) -> None:
     assert diff.status_code == 200
     for s in api["sets"]:
         assert f'data-set="{s["name"]}"' in diff.text
+        assert s["set_name"] == content["set_names"].get(s["name"], s["set_name"])
     assert re.findall(r'data-resource="([^"]+)" data-change', diff.text) == [
         r["id"] for r in api["resources"]
     ]
