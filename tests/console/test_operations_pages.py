@@ -133,6 +133,9 @@ def test_the_desired_state_pages(pages: Pages) -> None:
         drawing = page.text.split(f'class="drawing {css}"', 1)[1].split("</svg>", 1)[0]
         drawn = set(re.findall(r'data-id="([^"]*)"', drawing))
         assert drawn == {html.escape(node["id"]) for node in graph.json()["nodes"]} and drawn, css
+    # the sets picture names each set as the table does: its root's entity and identity
+    set_labels = {n["label"].split("\n")[0] for n in sets_graph.json()["nodes"] if n["id"].startswith("set:")}
+    assert set(content["set_names"].values()) <= set_labels
 
     picked = pages.get("/desired-state/diff", params={"a": oldest, "b": newest})
     assert (

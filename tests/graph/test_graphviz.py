@@ -54,3 +54,24 @@ def test_a_failing_or_missing_dot_falls_back(monkeypatch: pytest.MonkeyPatch, tm
     graph = lifecycle_graph(load_lifecycle_file(LIFECYCLE))
     assert gv.dot_layout(graph, _clean) is None
     assert 'data-layout="builtin"' in to_svg(graph)
+
+
+def test_owner_trees_and_sets_are_labelled_by_identity_when_known() -> None:
+    from dataclasses import dataclass
+
+    from lsm.graph import owner_tree_graph, resource_sets_graph
+
+    @dataclass
+    class Instance:
+        id: str
+        service_entity: str
+        state: str
+        owner: str | None
+
+    tree = owner_tree_graph(
+        [Instance("r" * 36, "router", "up", None), Instance("p" * 36, "port", "up", "r" * 36)],
+        identities={"r" * 36: "10.0.0.1"},
+    )
+    assert [n.label for n in tree.nodes] == ["router\n10.0.0.1\nup", "port\npppppppp\nup"]
+    sets = resource_sets_graph({"r" * 36: ["x"]}, names={"r" * 36: "router 10.0.0.1"})
+    assert sets.nodes[0].label == "router 10.0.0.1\n1 resources"
