@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.disclosure import redact_report, shows_details
+from lsm.api.disclosure import shown_compile
 from lsm.api.params import Id, Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.errors import InvalidInput
@@ -62,8 +62,10 @@ async def request_compile(
         )
     )
     if not body.wait:
-        return shown(request, queued)
-    return shown(request, await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout))
+        return shown_compile(request, queued)
+    return shown_compile(
+        request, await facades.compiles.wait_for_compile_async(ctx, queued.id, timeout=body.timeout)
+    )
 
 
 @router.get("")
@@ -82,7 +84,7 @@ def list_compiles(
     without reading the history).
     """
     compiles = facades.compiles.list_compiles(ctx, limit=limit, offset=offset, kind=kind, status=status)
-    return [shown(request, c) for c in compiles]
+    return [shown_compile(request, c) for c in compiles]
 
 
 @router.get("/selectors")
@@ -94,7 +96,7 @@ def list_selectors(facades: FacadesDep, ctx: ContextDep) -> list[dict[str, Any]]
 @router.get("/{compile_id}")
 def get_compile(compile_id: Id, request: Request, facades: FacadesDep, ctx: ContextDep) -> CompileOut:
     """One compile report."""
-    return shown(request, facades.compiles.get_compile(ctx, compile_id))
+    return shown_compile(request, facades.compiles.get_compile(ctx, compile_id))
 
 
 @router.post("/{compile_id}/retry", responses=errors(*CHANGE))
@@ -105,11 +107,4 @@ def retry_compile(compile_id: Id, request: Request, facades: FacadesDep, ctx: Co
     Once the retry exports, the instances its failure moved on (``failed``, ``update_failed``,
     ``delete_failed``) go on when their resources are deployed.
     """
-    return shown(request, facades.compiles.retry_compile(ctx, compile_id))
-
-
-def shown(request: Request, compile_out: CompileOut) -> CompileOut:
-    """The compile as this caller may see it (``lsm.api.disclosure``)."""
-    if shows_details(request):
-        return compile_out
-    return compile_out.model_copy(update={"report": redact_report(compile_out.report)})
+    return shown_compile(request, facades.compiles.retry_compile(ctx, compile_id))

@@ -5,8 +5,13 @@ as ``/srv/lsm/venv/lib/.../models/net.py`` tells an attacker how the server is l
 server log keeps everything; answers get a redacted copy. A model's own ``file:line`` stays
 useful without its directory: paths are cut to their last two parts (``net/__init__.py:12``).
 
-A caller may ask for the details with ``X-LSM-Debug: 1``; it gets them only when
-``may_see_details`` says so: an authenticated admin.
+A caller may ask for the details with ``X-LSM-Debug: 1`` (a console page: ``?details=1``, a
+browser's link cannot send a header); it gets them only when ``may_see_details`` says so: an
+authenticated admin.
+
+The ``shown_*`` functions are the one place that decides what an answer about a compile, an
+event line or a diagnosis may carry: the API's routes and the console's pages both call them, so
+a page never shows what the route behind it would hide.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 from starlette.requests import HTTPConnection
 
 from lsm.schemas.auth import Role
+from lsm.schemas.compile_reports import CompileOut
+from lsm.schemas.inventory import DiagnosisOut, EventOut
 
 #: the request header with which a caller asks for tracebacks and full paths
 DEBUG_HEADER = "X-LSM-Debug"
@@ -28,9 +35,16 @@ TRACEBACK_KEYS = frozenset({"traceback"})
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~=-])/(?:[\w.@+~-]+/)+[\w.@+~-]+")
 
 
+#: the query parameter with which a console page asks for the details (a link cannot send headers)
+DETAILS_PARAM = "details"
+
+
 def asked_for_details(request: HTTPConnection) -> bool:
-    """Whether the caller sent ``X-LSM-Debug: 1``."""
-    return request.headers.get(DEBUG_HEADER, "").strip() == "1"
+    """Whether the caller sent ``X-LSM-Debug: 1`` (or ``?details=1``)."""
+    return (
+        request.headers.get(DEBUG_HEADER, "").strip() == "1"
+        or request.query_params.get(DETAILS_PARAM, "").strip() == "1"
+    )
 
 
 def may_see_details(request: HTTPConnection) -> bool:
@@ -103,3 +117,51 @@ def redact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+def shown_compile(
+    request: HTTPConnection, compile_out: CompileOut, *, details: bool | None = None
+) -> CompileOut:
+    """A compile as this caller may see it: its report redacted unless details are shown
+    (``details``: ``shows_details(request)`` when the caller already knows it)."""
+    if shows_details(request) if details is None else details:
+        return compile_out
+    return compile_out.model_copy(update={"report": redact_report(compile_out.report)})
+
+
+def shown_event(request: HTTPConnection, event: EventOut, *, details: bool | None = None) -> EventOut:
+    """An event line as this caller may see it: a failure's message names no server path."""
+    if not event.is_error or (shows_details(request) if details is None else details):
+        return event
+    return event.model_copy(update={"message": redact_text(event.message)})
+
+
+def shown_diagnosis(
+    request: HTTPConnection, out: DiagnosisOut, *, details: bool | None = None
+) -> DiagnosisOut:
+    """A diagnosis as this caller may see it: handler errors and model locations in its causes
+    may name server paths; its last error and compiles go through ``shown_event`` and
+    ``shown_compile``."""
+    validation, pending = out.validation_compile, out.pending_compile
+    details = shows_details(request) if details is None else details
+    if not details:
+        out = out.model_copy(
+            update={
+                "cause": [
+                    c.model_copy(update={"message": redact_text(c.message), "details": redact(c.details)})
+                    for c in out.cause
+                ],
+                "summary": redact_text(out.summary),
+            }
+        )
+    return out.model_copy(
+        update={
+            "last_error": None
+            if out.last_error is None
+            else shown_event(request, out.last_error, details=details),
+            "validation_compile": None
+            if validation is None
+            else shown_compile(request, validation, details=details),
+            "pending_compile": None if pending is None else shown_compile(request, pending, details=details),
+        }
+    )

@@ -21,9 +21,8 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import StringConstraints
 
 from lsm.api.access import require
-from lsm.api.compiles import shown
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.disclosure import redact, redact_text, shows_details
+from lsm.api.disclosure import shown_diagnosis, shown_event
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors, model_json
 from lsm.api.write_lane import run_change
@@ -179,29 +178,4 @@ def diagnose(
 ) -> DiagnosisOut:
     """Why the instance is where it is: the causal chain from the symptom to the root cause and
     its one-line summary, then the facts (allowed transfers, compiles, failed resources)."""
-    out = facades.inventory.diagnose(ctx, entity, ref)
-    validation, pending = out.validation_compile, out.pending_compile
-    if not shows_details(request):  # handler errors and model locations may name server paths
-        out = out.model_copy(
-            update={
-                "cause": [
-                    c.model_copy(update={"message": redact_text(c.message), "details": redact(c.details)})
-                    for c in out.cause
-                ],
-                "summary": redact_text(out.summary),
-            }
-        )
-    return out.model_copy(
-        update={
-            "last_error": None if out.last_error is None else shown_event(request, out.last_error),
-            "validation_compile": None if validation is None else shown(request, validation),
-            "pending_compile": None if pending is None else shown(request, pending),
-        }
-    )
-
-
-def shown_event(request: Request, event: EventOut) -> EventOut:
-    """An event line as this caller may see it: a failure's message names no server path."""
-    if shows_details(request) or not event.is_error:
-        return event
-    return event.model_copy(update={"message": redact_text(event.message)})
+    return shown_diagnosis(request, facades.inventory.diagnose(ctx, entity, ref))

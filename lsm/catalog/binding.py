@@ -7,6 +7,10 @@ reference to the owner's entity; that is checked when the catalog is built.
 
     router = lsm.Binding(Router, lifecycle="simple", name="router", identity="mgmt_ip")
     port = lsm.Binding(Port, lifecycle="simple", name="port", owner=router, relation_to_owner="router")
+
+``summary`` names the attributes an inventory lists beside each instance's identity (the
+console's columns); by default the identity and the first ``SUMMARY_DEFAULT`` other attributes,
+in declaration order.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsm.catalog.entity import ServiceEntity
+
+#: how many attributes besides the identity an inventory lists when the binding names none
+SUMMARY_DEFAULT = 3
 
 
 def default_api_name(entity: type[ServiceEntity]) -> str:
@@ -36,12 +43,22 @@ class Binding:
     description: str = ""
     #: defaults for the ``config_name`` switches of auto transfers (missing names are enabled)
     config: dict[str, bool] = field(default_factory=dict)
+    #: attributes an inventory lists per instance (empty: the identity and the first few others)
+    summary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
             self.name = default_api_name(self.entity)
         if not self.description:
             self.description = self.entity.entity_description()
+
+    def summary_attributes(self) -> list[str]:
+        """What an inventory lists per instance: ``summary``, or the identity and the first few."""
+        if self.summary:
+            return list(self.summary)
+        names = list(self.entity.attributes())
+        first = [self.identity] if self.identity else []
+        return first + [n for n in names if n != self.identity][:SUMMARY_DEFAULT]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -52,6 +69,7 @@ class Binding:
             "identity": self.identity,
             "owner": None if self.owner is None else self.owner.name,
             "relation_to_owner": self.relation_to_owner,
+            "summary": self.summary_attributes(),
             "attributes": [info.describe() for info in self.entity.attributes().values()],
         }
 

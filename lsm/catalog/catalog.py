@@ -134,6 +134,13 @@ class Catalog:
                     entity=binding.name,
                     attribute=binding.identity,
                 )
+        unknown = [name for name in binding.summary if name not in attributes]
+        if unknown:
+            raise ConfigurationError(
+                f"{binding.name}: summary names {unknown}, not attributes of {binding.entity.__name__}",
+                entity=binding.name,
+                attribute=unknown[0],
+            )
         if (binding.owner is None) != (binding.relation_to_owner is None):
             raise ConfigurationError(
                 f"{binding.name}: 'owner' and 'relation_to_owner' go together", entity=binding.name

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsm.desired_state import ResourceRecord, VersionDiff, VersionInfo
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.inventory.instance_names import entity_and_identity
 from lsm.schemas.desired_state import (
     DesiredStateDiffOut,
     DesiredStateOut,
@@ -31,33 +32,69 @@ class DesiredStateFacade:
         versions = self.core.store.list_versions(self._env_id(ctx), limit=limit, offset=offset)
         return [_version_out(v) for v in versions]
 
+    def set_names(self, ctx: RequestContext, set_ids: list[str]) -> dict[str, str]:
+        """Each set's name for a person: its root instance's entity and identity (or short id)."""
+        return self._set_names(self._env_id(ctx), set_ids)
+
+    def _set_names(self, env_id: str, set_ids: list[str]) -> dict[str, str]:
+        if not set_ids:
+            return {}
+        with self.core.db.read() as session:
+            found = entity_and_identity(session, env_id, set_ids)
+        return {
+            i: f"{entity} {identity if identity is not None else i[:8]}"
+            for i, (entity, identity) in found.items()
+        }
+
     def desired_state(self, ctx: RequestContext, version: int) -> DesiredStateOut:
         env_id = self._env_id(ctx)
         info = self.core.store.get_version(env_id, version)
         content = self.core.store.content(env_id, version)
         header = _version_out(info).model_dump()
-        return DesiredStateOut(**header, sets=content.sets, shared=content.shared)
+        names = self._set_names(env_id, list(content.sets))
+        return DesiredStateOut(**header, sets=content.sets, shared=content.shared, set_names=names)
 
     def desired_state_resources(
         self, ctx: RequestContext, version: int, *, set_name: str | None = None
     ) -> list[DesiredStateResourceOut]:
         """The version's resources (``set_name``: only that named set's, through its index)."""
+        env_id = self._env_id(ctx)
+        found = list(self.core.store.resources(env_id, version, set_name))
+        names = self._set_names(env_id, sorted({name for name, _ in found if name is not None}))
         return [
-            DesiredStateResourceOut(id=r.id, set=name, attributes=r.attributes, requires=list(r.requires))
-            for name, r in self.core.store.resources(self._env_id(ctx), version, set_name)
+            DesiredStateResourceOut(
+                id=r.id,
+                set=name,
+                attributes=r.attributes,
+                requires=list(r.requires),
+                set_name=names.get(name) if name is not None else None,
+            )
+            for name, r in found
         ]
 
     def desired_state_diff(self, ctx: RequestContext, version: int, other: int) -> DesiredStateDiffOut:
         """What turns ``version`` into ``other``; ``UnknownVersion`` names a missing one."""
-        return diff_out(self.core.store.diff(self._env_id(ctx), version, other))
+        env_id = self._env_id(ctx)
+        diff = self.core.store.diff(env_id, version, other)
+        named = {s.name for s in diff.sets} | {r.set_before for r in diff.resources if r.set_before}
+        named |= {r.set_after for r in diff.resources if r.set_after}
+        return diff_out(diff, self._set_names(env_id, sorted(named)))
 
 
-def diff_out(diff: VersionDiff) -> DesiredStateDiffOut:
+def diff_out(diff: VersionDiff, names: dict[str, str] | None = None) -> DesiredStateDiffOut:
+    """The API's form of ``diff``; ``names``: each set's name for a person (set id -> name)."""
+    names = names or {}
     return DesiredStateDiffOut(
         from_version=diff.from_version,
         to_version=diff.to_version,
         sets=[
-            SetChangeOut(name=s.name, change=s.change, before_count=s.before_count, after_count=s.after_count)
+            SetChangeOut(
+                name=s.name,
+                change=s.change,
+                before_count=s.before_count,
+                after_count=s.after_count,
+                set_name=names.get(s.name),
+            )
             for s in diff.sets
         ],
         resources=[
@@ -65,18 +102,25 @@ def diff_out(diff: VersionDiff) -> DesiredStateDiffOut:
                 id=r.id,
                 change=r.change,
                 fields=list(r.fields),
-                before=_side(r.set_before, r.before),
-                after=_side(r.set_after, r.after),
+                before=_side(r.set_before, r.before, names),
+                after=_side(r.set_after, r.after, names),
             )
             for r in diff.resources
         ],
     )
 
 
-def _side(set_name: str | None, record: ResourceRecord | None) -> ResourceSideOut | None:
+def _side(
+    set_name: str | None, record: ResourceRecord | None, names: dict[str, str]
+) -> ResourceSideOut | None:
     if record is None:
         return None
-    return ResourceSideOut(set=set_name, attributes=record.attributes, requires=list(record.requires))
+    return ResourceSideOut(
+        set=set_name,
+        attributes=record.attributes,
+        requires=list(record.requires),
+        set_name=names.get(set_name) if set_name is not None else None,
+    )
 
 
 def _version_out(info: VersionInfo) -> DesiredStateVersionOut:

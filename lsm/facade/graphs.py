@@ -17,7 +17,7 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import instance_out
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
-from lsm.inventory import deploy_queries, graph_queries
+from lsm.inventory import deploy_queries, graph_queries, instance_names
 from lsm.inventory import repository as repo
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
@@ -87,7 +87,8 @@ class GraphsFacade:
                 labels[entity_name] = {s.name: s.label for s in spec.states} if spec else {}
             return labels[entity_name].get(state)
 
-        graph = owner_tree_graph(out, title=title, state_label=state_label)
+        identities = {row.id: row.identity for row in rows if row.identity is not None}
+        graph = owner_tree_graph(out, title=title, state_label=state_label, identities=identities)
         return self._bounded(graph, "pass id= for one tree")
 
     def _statuses(self, env_id: str, ids: Iterable[str]) -> dict[str, str]:
@@ -121,8 +122,18 @@ class GraphsFacade:
         status = self._statuses(
             env_id, [rid for group in content.sets.values() for rid in group] + content.shared
         )
+        with self.core.db.read() as session:  # each set named by its root's entity and identity
+            roots = instance_names.entity_and_identity(session, env_id, list(content.sets))
+        names = {
+            i: f"{entity} {identity if identity is not None else i[:8]}"
+            for i, (entity, identity) in roots.items()
+        }
         graph = resource_sets_graph(
-            content.sets, content.shared, title=f"resource sets of version {number}", status=status
+            content.sets,
+            content.shared,
+            title=f"resource sets of version {number}",
+            status=status,
+            names=names,
         )
         return self._bounded(graph, "draw one set with /api/v1/graph/requires?set=<name>")
 

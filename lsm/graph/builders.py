@@ -104,20 +104,25 @@ def owner_tree_graph(
     title: str = "owners",
     state_label: Callable[[str, str], str | None] | None = None,
     href: Callable[[InstanceLike], str | None] | None = None,
+    identities: Mapping[str, str] | None = None,
 ) -> Graph:
     """Instances as nodes, an edge from each owner to what it owns (top to bottom).
 
     ``state_label(entity, state)`` gives the lifecycle label that colours the node; an owner not
     among ``instances`` (another environment's, or purged) is drawn as an ``external`` node.
+    ``identities`` (instance id -> identity value) names a node by what a person reads; an
+    instance without one is named by its short id (the tooltip has the whole id either way).
     """
+    identities = identities or {}
     nodes: dict[str, Node] = {}
     edges: list[Edge] = []
     owners: list[str] = []
     for instance in instances:
         label = state_label(instance.service_entity, instance.state) if state_label else None
+        named = identities.get(instance.id) or instance.id[:8]
         nodes[instance.id] = Node(
             id=instance.id,
-            label=f"{instance.service_entity}\n{instance.id[:8]}\n{instance.state}",
+            label=f"{instance.service_entity}\n{named}\n{instance.state}",
             kind="instance" if instance.owner else "instance root",
             color=LABEL_COLOURS.get(label or ""),
             tooltip=f"{instance.service_entity} {instance.id} in {instance.state}",
@@ -138,12 +143,15 @@ def resource_sets_graph(
     *,
     title: str = "resource sets",
     status: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> Graph:
-    """Each resource set and the shared set as a node, with an edge to each resource it holds."""
+    """Each resource set and the shared set as a node, with an edge to each resource it holds;
+    ``names`` (set id -> its root's entity and identity) labels a set for a person."""
     status = status or {}
+    names = names or {}
     nodes: dict[str, Node] = {}
     edges: list[Edge] = []
-    groups = [(f"set:{name}", name, "set", ids) for name, ids in sets.items()]
+    groups = [(f"set:{name}", names.get(name, name), "set", ids) for name, ids in sets.items()]
     if shared:
         groups.append(("set:", "shared", "set shared", shared))
     for node_id, name, kind, ids in groups:

@@ -1,10 +1,11 @@
 """The one DOT writer and the one SVG writer for every ``Graph`` the engine draws.
 
 ``to_dot`` is for people who have Graphviz (``lsm graph ... --format dot | dot -Tpng``);
-``to_svg`` needs nothing: it lays the graph out itself (``lsm.graph.layout``) and writes a
-self-contained SVG the console can inline. Every piece of text is escaped for its target
-(DOT strings, XML), and characters XML can not carry at all are replaced, so any instance name,
-attribute value or handler error can be drawn.
+``to_svg`` writes a self-contained SVG the console can inline: laid out by Graphviz's ``dot``
+when it is installed (``lsm.graph.graphviz``: splines, labels that never overlap), else by the
+project's own small layout (``lsm.graph.layout``), so a picture is drawn either way. Every piece
+of text is escaped for its target (DOT strings, XML), and characters XML can not carry at all
+are replaced, so any instance name, attribute value or handler error can be drawn.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import re
 from xml.sax.saxutils import escape
 
+from lsm.graph.graphviz import dot_layout
 from lsm.graph.layout import LINE_HEIGHT, Box, Layout, label_lines, layout
 from lsm.graph.model import Edge, Graph, Node
 
@@ -199,8 +201,21 @@ def _svg_node(position: int, node: Node, box: Box) -> str:
 
 
 def to_svg(graph: Graph) -> str:
-    """The graph as a standalone SVG document (laid out by ``lsm.graph.layout``)."""
-    placed = layout(graph)
+    """The graph as a standalone SVG document (laid out by ``dot`` when installed, else by
+    ``lsm.graph.layout``)."""
+    drawn = dot_layout(graph, _clean)
+    if drawn is not None:
+        boxes, width, height = drawn.boxes, drawn.width, drawn.height
+        routes = list(drawn.edges)
+        engine = "graphviz"
+    else:
+        placed = layout(graph)
+        boxes, width, height = placed.boxes, placed.width, placed.height
+        routes = [
+            _edge_path(boxes[graph.position(e.source)], boxes[graph.position(e.target)], bend)
+            for e, bend in zip(graph.edges, _bends(graph, placed), strict=True)
+        ]
+        engine = "builtin"
     colours = sorted({edge.color for edge in graph.edges if edge.color} | {DEFAULT_STROKE})
     marker_of = {colour: f"arrow{i}" for i, colour in enumerate(colours)}
     markers = "".join(
@@ -210,20 +225,18 @@ def to_svg(graph: Graph) -> str:
     )
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-        f'class="lsm-graph" width="{_n(placed.width)}" height="{_n(placed.height)}" '
-        f'viewBox="0 0 {_n(placed.width)} {_n(placed.height)}" role="img" aria-label="{_x(graph.title)}">',
+        f'class="lsm-graph" width="{_n(width)}" height="{_n(height)}" data-layout="{engine}" '
+        f'viewBox="0 0 {_n(width)} {_n(height)}" role="img" aria-label="{_x(graph.title)}">',
         f"<title>{_x(graph.title)}</title>",
         "<style>text{font-family:Helvetica,Arial,sans-serif;font-size:12px}"
         ".edge text{font-size:10px;paint-order:stroke;stroke:#fff;stroke-width:3px}</style>",
         f"<defs>{markers}</defs>",
         '<g class="edges">',
     ]
-    for index, (edge, bend) in enumerate(zip(graph.edges, _bends(graph, placed), strict=True)):
-        s, t = graph.position(edge.source), graph.position(edge.target)
-        path, lx, ly = _edge_path(placed.boxes[s], placed.boxes[t], bend)
+    for index, (edge, (path, lx, ly)) in enumerate(zip(graph.edges, routes, strict=True)):
         colour = edge.color or DEFAULT_STROKE
         dash = _DASHES[edge.style]
-        width = "2.2" if edge.style == "bold" else "1.2"
+        stroke = "2.2" if edge.style == "bold" else "1.2"
         tip = f"{edge.source} -> {edge.target}" + (f": {edge.label}" if edge.label else "")
         label = ""
         if edge.label:
@@ -232,13 +245,13 @@ def to_svg(graph: Graph) -> str:
         parts.append(
             f'<g class="edge" id="e{index}" data-source="{_x(edge.source)}" data-target="{_x(edge.target)}">'
             f"<title>{_x(tip)}</title>"
-            f'<path d="{path}" fill="none" stroke="{_x(colour)}" stroke-width="{width}"'
+            f'<path d="{path}" fill="none" stroke="{_x(colour)}" stroke-width="{stroke}"'
             + (f' stroke-dasharray="{dash}"' if dash else "")
             + f' marker-end="url(#{marker_of[colour]})"/>{label}</g>'
         )
     parts.append('</g><g class="nodes">')
     parts.extend(
-        _svg_node(i, node, box) for i, (node, box) in enumerate(zip(graph.nodes, placed.boxes, strict=True))
+        _svg_node(i, node, box) for i, (node, box) in enumerate(zip(graph.nodes, boxes, strict=True))
     )
     parts.append("</g></svg>")
     return "\n".join(parts) + "\n"

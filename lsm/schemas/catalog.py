@@ -83,6 +83,9 @@ class EntityOut(BaseModel):
     identity: str | None
     owner: str | None
     relation_to_owner: str | None
+    #: the attributes an inventory lists per instance (the binding's ``summary``, or the identity
+    #: and the first few others)
+    summary: list[str] = []
     attributes: list[AttributeOut]
     relations: list[RelationOut]
     lifecycle: LifecycleOut

@@ -26,6 +26,9 @@ class DesiredStateOut(DesiredStateVersionOut):
 
     sets: dict[str, list[str]]
     shared: list[str]
+    #: each set's name for a person: its root instance's entity and identity (``router 10.0.0.1``),
+    #: or entity and short id when the entity has no identity; a set whose root is unknown: absent
+    set_names: dict[str, str] = {}
 
 
 class DesiredStateResourceOut(BaseModel):
@@ -35,6 +38,8 @@ class DesiredStateResourceOut(BaseModel):
     set: str | None
     attributes: dict[str, Any]
     requires: list[str]
+    #: the set's name for a person (``DesiredStateOut.set_names``); ``None`` when shared or unknown
+    set_name: str | None = None
 
 
 class SetChangeOut(BaseModel):
@@ -44,6 +49,8 @@ class SetChangeOut(BaseModel):
     change: str
     before_count: int
     after_count: int
+    #: the set's name for a person (``DesiredStateOut.set_names``)
+    set_name: str | None = None
 
 
 class ResourceSideOut(BaseModel):
@@ -52,6 +59,8 @@ class ResourceSideOut(BaseModel):
     set: str | None
     attributes: dict[str, Any]
     requires: list[str]
+    #: the set's name for a person (``DesiredStateOut.set_names``)
+    set_name: str | None = None
 
 
 class ResourceChangeOut(BaseModel):

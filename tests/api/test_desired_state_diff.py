@@ -67,8 +67,8 @@ def test_the_diff_over_http_and_the_client(engine_factory: Callable[..., ApiRunt
         ("R[x,k=b]", "removed", []),
     ]
     changed = diff["resources"][1]
-    assert changed["before"] == {"set": "a", "attributes": {"v": 1}, "requires": []}
-    assert changed["after"] == {"set": "a", "attributes": {"v": 2}, "requires": []}
+    assert changed["before"] == {"set": "a", "attributes": {"v": 1}, "requires": [], "set_name": None}
+    assert changed["after"] == {"set": "a", "attributes": {"v": 2}, "requires": [], "set_name": None}
     assert [(s["name"], s["change"]) for s in back["sets"]] == [("a", "changed"), ("b", "added")]
     assert same["sets"] == [] and same["resources"] == []
     assert missing.details["version"] == 5 and "version 5" in missing.message
@@ -115,6 +115,7 @@ def test_the_cli_diff(engine_factory: Callable[..., ApiRuntime]) -> None:
         "change": "added",
         "before_count": 0,
         "after_count": 1,
+        "set_name": None,  # "b" names no instance
     }
     assert none.exit_code == 0 and "no difference" in none.stdout
     assert missing.exit_code == 1 and "version 9" in missing.output

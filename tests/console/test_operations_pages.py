@@ -12,15 +12,18 @@ import html
 import re
 from collections.abc import Callable
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+import tests.models.fragile as fragile
 from lsm.api.console.compiles_pages import error_location, stage_timings, traceback_lines
 from lsm.api.console.render import templates
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
+from lsm.schemas.auth import AuthConfig
 from tests.console.ops_fixtures import ROUTERS, Pages, deployed_engine, discovery_engine, wait_for
 
 __all__ = ["deployed_engine", "discovery_engine"]
@@ -109,6 +112,15 @@ def test_the_desired_state_pages(pages: Pages) -> None:
     content = pages.get(f"/api/v1/desired_state/{newest}").json()
     for name in content["sets"]:
         assert f'data-set="{name}"' in one.text
+    # each set is named after its root: the router's entity and identity, in the API and the page
+    routers = {
+        r["id"]: (r["active_attributes"] or r["candidate_attributes"]) for r in pages.get(ROUTERS).json()
+    }
+    assert content["set_names"] == {name: f"router {routers[name]['name']}" for name in content["sets"]}
+    for label in content["set_names"].values():
+        assert f">{label}</a>" in one.text
+    resources = pages.get(f"/api/v1/desired_state/{newest}/resources").json()
+    assert {r["set_name"] for r in resources if r["set"]} <= set(content["set_names"].values())
     set_name = next(iter(content["sets"]))
     in_set = pages.get(f"/desired-state/{newest}", params={"set": set_name})
     for rid in content["sets"][set_name]:
@@ -121,6 +133,9 @@ def test_the_desired_state_pages(pages: Pages) -> None:
         drawing = page.text.split(f'class="drawing {css}"', 1)[1].split("</svg>", 1)[0]
         drawn = set(re.findall(r'data-id="([^"]*)"', drawing))
         assert drawn == {html.escape(node["id"]) for node in graph.json()["nodes"]} and drawn, css
+    # the sets picture names each set as the table does: its root's entity and identity
+    set_labels = {n["label"].split("\n")[0] for n in sets_graph.json()["nodes"] if n["id"].startswith("set:")}
+    assert set(content["set_names"].values()) <= set_labels
 
     picked = pages.get("/desired-state/diff", params={"a": oldest, "b": newest})
     assert (
@@ -131,6 +146,7 @@ def test_the_desired_state_pages(pages: Pages) -> None:
     assert diff.status_code == 200
     for s in api["sets"]:
         assert f'data-set="{s["name"]}"' in diff.text
+        assert s["set_name"] == content["set_names"].get(s["name"], s["set_name"])
     assert re.findall(r'data-resource="([^"]+)" data-change', diff.text) == [
         r["id"] for r in api["resources"]
     ]
@@ -234,16 +250,25 @@ def test_the_discovered_page_and_adopting_from_it(discovery_engine: ApiRuntime) 
 def test_a_failed_compile_shows_its_model_error_and_traceback(
     engine_factory: Callable[..., ApiRuntime],
 ) -> None:
-    engine = engine_factory("tests.models.fragile")
-    pages = Pages(engine)
+    """The traceback is a detail (``lsm.api.disclosure``): the page shows it only to an admin
+    who asks (``?details=1``), as the API does; everyone sees the error and its model line."""
+    engine = engine_factory("tests.models.fragile", config={"auth": AuthConfig(enabled=True)})
+    tokens = {
+        role: engine.facades.tokens.create(RequestContext.local(), role, {"default": role}).token
+        for role in ("viewer", "admin")
+    }
+    pages = Pages(engine, tokens["admin"])
+    bearer = {"Authorization": f"Bearer {tokens['admin']}"}
     answer = pages.post(
-        "/lsm/v1/service_inventory/widget", json={"attributes": {"name": "w1", "explode": True}}
+        "/lsm/v1/service_inventory/widget",
+        json={"attributes": {"name": "w1", "explode": True}},
+        headers=bearer,
     )
     assert answer.status_code == 200, answer.text
     engine.processing.drain()
-    failed = [c for c in pages.get("/api/v1/compiles").json() if c["status"] == "failed"]
+    failed = [c for c in pages.api("/api/v1/compiles") if c["status"] == "failed"]
     assert failed, "the exploding widget's compile did not fail"
-    report = pages.get(f"/compiles/{failed[0]['id']}")
+    report = pages.get(f"/compiles/{failed[0]['id']}", params={"details": "1"})
     assert report.status_code == 200
     assert "widget w1 exploded" in report.text and 'class="traceback"' in report.text
     # the report locates the error in the model: its source line is highlighted, and its frame
@@ -258,6 +283,22 @@ def test_a_failed_compile_shows_its_model_error_and_traceback(
         assert '<span class="hit">' in report.text[line_start : found.start()], "an unmarked model frame"
     listed = pages.get("/compiles", params={"status": "failed"})
     assert re.findall(r'data-compile="([^"]+)"', listed.text) == [c["id"] for c in failed]
+
+    # an admin who did not ask gets the error, its model line and a link to the details
+    plain = pages.get(f"/compiles/{failed[0]['id']}")
+    assert "widget w1 exploded" in plain.text and f'data-line="{location["line"]}"' in plain.text
+    assert 'class="traceback"' not in plain.text and "data-details" in plain.text
+    # a viewer never sees the traceback, nor the model's absolute path, even asking
+    viewer = Pages(engine, tokens["viewer"])
+    for shown in (
+        viewer.get(f"/compiles/{failed[0]['id']}", params={"details": "1"}),
+        viewer.get("/compiles"),
+    ):
+        assert shown.status_code == 200
+        assert "widget w1 exploded" in shown.text or "/compiles/" in shown.text
+        assert "Traceback" not in shown.text and 'class="traceback"' not in shown.text
+        assert "data-details" not in shown.text
+        assert str(Path(fragile.__file__).parent) not in shown.text
 
 
 def test_the_operations_templates_are_package_data() -> None:

@@ -126,7 +126,12 @@ def test_every_page_renders_with_its_key_content(engine: ApiRuntime) -> None:
                 "Event log",
                 f'data-owned="{port}"',
             ],
-            f"/inventory/port/{port}": [f'href="/inventory/router/{router}"', "Allowed now"],
+            # the owner by its identity (mgmt_ip), the whole id on hover
+            f"/inventory/port/{port}": [
+                f'href="/inventory/router/{router}"',
+                "Allowed now",
+                f'router 10.0.0.1 <code title="{router}">',
+            ],
             f"/inventory/note/{note}": ['data-action="update"', 'data-action="state"', "published"],
             "/static/console.js": ["EventSource"],
             "/static/console.css": ["--accent"],

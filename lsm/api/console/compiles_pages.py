@@ -2,7 +2,8 @@
 
 A report shows what the runner recorded (``lsm.compiler.runner``): the requested and selected
 instances (linked to their pages), the compile it was merged into, the version it produced,
-its stage timings as bars, and a failed compile's model error with its traceback. When the
+its stage timings as bars, and a failed compile's model error (its traceback and full paths only
+for an admin who asks, ``?details=1``: ``lsm.api.disclosure``, as for the API). When the
 error carries ``location`` (``{file, line, function, source}``: where in the model it was
 raised), that source line is shown highlighted, and so is its frame in the traceback. A failed
 exporting compile has a retry button for operators (``POST /compiles/{id}/retry``: the API's
@@ -24,6 +25,7 @@ from lsm.api.console.operations import PAGE_SIZE, enum_param, int_param, ops_pag
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
 from lsm.api.deps import get_facades
+from lsm.api.disclosure import may_see_details, shown_compile, shows_details
 from lsm.schemas.auth import Role
 from lsm.schemas.compile_reports import CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
@@ -41,6 +43,7 @@ async def compiles(request: Request) -> Response:
     kind = enum_param(request, "kind", CompileKind)
     status = enum_param(request, "status", CompileStatus)
     offset = int_param(request, "offset", 0)
+    details = await run_in_threadpool(shows_details, request)  # may read the caller's environment
     found = await run_in_threadpool(
         get_facades(request).compiles.list_compiles,
         context_of(request),
@@ -52,7 +55,7 @@ async def compiles(request: Request) -> Response:
     return ops_page(
         request,
         "ops_compiles.html",
-        compiles=found,
+        compiles=[shown_compile(request, c, details=details) for c in found],
         kind=kind.value if kind else "",
         status=status.value if status else "",
         kinds=[k.value for k in CompileKind],
@@ -66,6 +69,10 @@ async def compile_report(request: Request, compile_id: str) -> Response:
     found = await run_in_threadpool(
         get_facades(request).compiles.get_compile, context_of(request), compile_id
     )
+    details = await run_in_threadpool(shows_details, request)  # may read the caller's environment
+    # the API's disclosure rules (``lsm.api.disclosure``): no traceback, no server path
+    may_ask = not details and await run_in_threadpool(may_see_details, request)
+    found = shown_compile(request, found, details=details)
     report = found.report or {}
     error = report.get("error") if isinstance(report.get("error"), dict) else None
     return ops_page(
@@ -80,6 +87,7 @@ async def compile_report(request: Request, compile_id: str) -> Response:
         location=error_location(error),
         traceback_lines=traceback_lines(error),
         other={k: v for k, v in report.items() if k not in _SHOWN},
+        may_ask_details=may_ask,
         retryable=found.status == CompileStatus.FAILED.value and found.kind != CompileKind.VALIDATION.value,
     )
 

@@ -22,6 +22,7 @@ from lsm.api.access import Scope, check
 from lsm.api.console.drawing import owner_tree_svg
 from lsm.api.console.forms import read_form
 from lsm.api.console.inventory import error_view
+from lsm.api.console.names import Namer, identity_text
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -33,9 +34,11 @@ from lsm.api.console.views import (
     side_by_side,
 )
 from lsm.api.deps import get_facades
+from lsm.api.disclosure import shown_diagnosis, shown_event, shows_details
 from lsm.errors import InvalidInput, LsmError, UnknownInstance, VersionConflict
 from lsm.facade import Facades, RequestContext
 from lsm.schemas.auth import Role
+from lsm.schemas.inventory import InstanceOut
 from lsm.schemas.limits import MAX_INT
 
 router = APIRouter(
@@ -69,6 +72,12 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         except UnknownInstance:
             owner = None
     owned_entities = sorted({i.service_entity for i in owned})
+    namer = Namer(facades, ctx)  # owner and owned by their identity (lsm.api.console.names)
+
+    def named(other: InstanceOut) -> str | None:
+        found_entity = namer.entity(other.service_entity)
+        return identity_text(found_entity, other) if found_entity is not None else None
+
     labels = {s.name: s.label for s in found.lifecycle.states}
     allowed = diagnosis.allowed
     editable = instance.candidate_attributes or instance.active_attributes or {}
@@ -84,6 +93,7 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "owned": owned[:OWNED_SHOWN],
         "owned_more": len(owned) > OWNED_SHOWN,
         "owned_entities": owned_entities,
+        "identities": {i.id: named(i) for i in [*owned[:OWNED_SHOWN], *([owner] if owner else [])]},
         "labels": labels,
         "can_update": any(a.trigger == "on_update" for a in allowed),
         "can_delete": any(a.trigger == "on_delete" for a in allowed),
@@ -106,6 +116,11 @@ async def render(
 ) -> Response:
     ctx = context_of(request)
     view = await run_in_threadpool(instance_view, get_facades(request), ctx, entity, ref)
+    # the API's disclosure rules (``lsm.api.disclosure``): event lines and the diagnosis name no
+    # server path
+    details = await run_in_threadpool(shows_details, request)
+    view["log"] = [shown_event(request, e, details=details) for e in view["log"]]
+    view["diagnosis"] = shown_diagnosis(request, view["diagnosis"], details=details)
     view["expert"] = await run_in_threadpool(expert_zone, get_facades(request), ctx)
     if values is not None:
         view["values"] = {**view["values"], **values}

@@ -17,6 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.console.forms import read_form
+from lsm.api.console.names import Namer, attributes_of, identity_text, reference_choices
 from lsm.api.console.render import page
 from lsm.api.console.routing import ConsoleRoute
 from lsm.api.console.session import console_require, context_of
@@ -94,6 +95,7 @@ def instances(request: Request, entity: str) -> Response:
         more = len(rows) > limit
         rows = rows[:limit]
     labels = {s.name: s.label for s in found.lifecycle.states}
+    columns, table = summary_rows(Namer(facades, ctx), found, rows)
 
     def at(start: int) -> str:
         return f"/inventory/{entity}?" + urlencode(
@@ -105,6 +107,8 @@ def instances(request: Request, entity: str) -> Response:
         "inventory.html",
         entity=found,
         rows=rows,
+        columns=columns,
+        table=table,
         labels=labels,
         states=states,
         known_states=known,
@@ -117,10 +121,40 @@ def instances(request: Request, entity: str) -> Response:
     )
 
 
+def summary_rows(
+    namer: Namer, entity: EntityOut, rows: list[InstanceOut]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The summary columns (the binding's ``summary`` but the identity and the owner, which have
+    their own) and per row: its identity, its owner and each column's value, a reference shown
+    as the identity of the instance it points to (``lsm.api.console.names``)."""
+    columns = [a for a in entity.summary if a not in (entity.identity, entity.relation_to_owner)]
+    targets = {r.attribute: r.target for r in entity.relations}  # binding names
+    table = []
+    for row in rows:
+        values = attributes_of(row)
+        cells: dict[str, Any] = {}
+        for name in columns:
+            value = values.get(name)
+            target = targets.get(name)
+            if target is not None and isinstance(value, str):
+                cells[name] = namer.name(target, value)
+            elif target is not None and isinstance(value, list):
+                cells[name] = [namer.name(target, str(v)) for v in value]
+            else:
+                cells[name] = "" if value is None else str(value)[:120]
+        owner = namer.name(entity.owner, row.owner) if entity.owner and row.owner else None
+        table.append(
+            {"instance": row, "identity": identity_text(entity, row), "owner": owner, "cells": cells}
+        )
+    return columns, table
+
+
 @router.get("/inventory/{entity}/new")
 def order_form(request: Request, entity: str) -> Response:
-    found = get_facades(request).catalog.get_entity(context_of(request), entity, summary=False)
-    return page(request, "order.html", entity=found, values={}, error=None)
+    facades, ctx = get_facades(request), context_of(request)
+    found = facades.catalog.get_entity(ctx, entity, summary=False)
+    choices = reference_choices(Namer(facades, ctx), found)
+    return page(request, "order.html", entity=found, values={}, error=None, choices=choices)
 
 
 @router.post("/inventory/{entity}")
@@ -137,8 +171,15 @@ async def order(request: Request, entity: str) -> Response:
     except LsmError as exc:
         if exc.status >= 500:
             raise
+        choices = await run_in_threadpool(reference_choices, Namer(facades, ctx), found)
         return page(
-            request, "order.html", status_code=exc.status, entity=found, values=values, error=error_view(exc)
+            request,
+            "order.html",
+            status_code=exc.status,
+            entity=found,
+            values=values,
+            error=error_view(exc),
+            choices=choices,
         )
     return RedirectResponse(f"/inventory/{entity}/{created.id}", status_code=303)
 

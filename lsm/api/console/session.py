@@ -131,6 +131,11 @@ class ConsoleAccess(Access):
             check(self.scope, self.needed(request.method), ctx, get_facades(request))
         except LsmError as exc:
             raise ConsoleDenied(exc) from None
+        if getattr(request.state, "authenticated", None) is not None:
+            # who may see details (``lsm.api.disclosure``) is decided on the environment the page
+            # shows, by its id as roles are held: a console page names it only by the cookie
+            found = get_facades(request).environments.identify(ctx.environment)
+            request.state.authenticated = ctx.in_environment(found[0]) if found is not None else ctx
 
 
 def remembered_environment(ctx: RequestContext, request: Request) -> RequestContext:

@@ -4,7 +4,12 @@
 // - elements with an id and [data-live] are refetched from the page's own URL (meta page-url)
 //   when the event stream (/console/events) reports a change that concerns them; a region
 //   marked [data-keep-dirty] is left alone while one of its forms is being edited, so that a
-//   change made meanwhile by someone else comes back as an explained 409, never overwritten.
+//   change made meanwhile by someone else comes back as an explained 409, never overwritten;
+// - [data-copy] buttons copy their value (a full UUID shown short); [data-filter-rows] hides
+//   the table's rows that do not contain its text; a click on th[data-sort] sorts by that column;
+// - a reference picker (select[data-picker]) gets a search box that narrows its options;
+// - a drawing (.drawing svg) is fitted to the page by CSS; the wheel zooms it around the
+//   pointer, dragging pans it, a double click fits it again (its viewBox changes, nothing else).
 "use strict";
 (function () {
   function meta(name) {
@@ -27,6 +32,88 @@
     var form = event.target;
     var question = form.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-copy]");
+    if (button) {
+      var value = button.getAttribute("data-copy");
+      var done = function () { button.classList.add("copied"); button.setAttribute("data-copied", value); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(value).then(done, done);
+      } else {
+        var area = document.createElement("textarea");
+        area.value = value; document.body.appendChild(area); area.select();
+        try { document.execCommand("copy"); } catch (err) { /* nothing more to try */ }
+        document.body.removeChild(area); done();
+      }
+      return;
+    }
+    var th = event.target.closest && event.target.closest("th[data-sort]");
+    if (!th) { return; }
+    var table = th.closest("table"), body = table.tBodies[0];
+    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var down = th.getAttribute("aria-sort") === "ascending";
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", down ? "descending" : "ascending");
+    var rows = Array.prototype.slice.call(body.querySelectorAll("tr[data-instance]"));
+    rows.sort(function (a, b) {
+      var x = (a.children[column] || {}).textContent || "", y = (b.children[column] || {}).textContent || "";
+      var order = x.trim().localeCompare(y.trim(), undefined, { numeric: true });
+      return down ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  });
+  document.addEventListener("input", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("input[data-filter-rows]")) { return; }
+    var table = document.querySelector(box.getAttribute("data-filter-rows"));
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    if (!table) { return; }
+    table.querySelectorAll("tbody tr[data-instance]").forEach(function (row) {
+      var text = row.textContent.toLowerCase();
+      row.hidden = !words.every(function (w) { return text.indexOf(w) >= 0; });
+    });
+  });
+
+  function drawingOf(target) {
+    return target && target.closest ? target.closest(".drawing svg.lsm-graph") : null;
+  }
+  function viewBox(svg) {
+    if (!svg.hasAttribute("data-fit")) { svg.setAttribute("data-fit", svg.getAttribute("viewBox")); }
+    return svg.getAttribute("viewBox").split(/[ ,]+/).map(Number);
+  }
+  document.addEventListener("wheel", function (event) {
+    var svg = drawingOf(event.target);
+    if (!svg) { return; }
+    event.preventDefault();
+    var box = viewBox(svg), rect = svg.getBoundingClientRect();
+    var factor = event.deltaY < 0 ? 0.8 : 1.25;
+    var px = box[0] + (event.clientX - rect.left) / rect.width * box[2];
+    var py = box[1] + (event.clientY - rect.top) / rect.height * box[3];
+    var w = box[2] * factor, h = box[3] * factor;
+    svg.setAttribute("viewBox", [px - (px - box[0]) * factor, py - (py - box[1]) * factor, w, h].join(" "));
+  }, { passive: false });
+  var panning = null;
+  document.addEventListener("pointerdown", function (event) {
+    var svg = drawingOf(event.target);
+    if (!svg || event.button !== 0 || event.target.closest("a")) { return; }
+    panning = { svg: svg, x: event.clientX, y: event.clientY, box: viewBox(svg) };
+    svg.classList.add("panning");
+  });
+  document.addEventListener("pointermove", function (event) {
+    if (!panning) { return; }
+    var rect = panning.svg.getBoundingClientRect(), box = panning.box;
+    var dx = (event.clientX - panning.x) / rect.width * box[2];
+    var dy = (event.clientY - panning.y) / rect.height * box[3];
+    panning.svg.setAttribute("viewBox", [box[0] - dx, box[1] - dy, box[2], box[3]].join(" "));
+  });
+  document.addEventListener("pointerup", function () {
+    if (panning) { panning.svg.classList.remove("panning"); panning = null; }
+  });
+  document.addEventListener("dblclick", function (event) {
+    var svg = drawingOf(event.target);
+    if (svg && svg.hasAttribute("data-fit")) { svg.setAttribute("viewBox", svg.getAttribute("data-fit")); }
   });
 
   function concerns(region, data) {
@@ -86,5 +173,27 @@
     source.addEventListener("compile_finished", function () { schedule(null); });
     window.addEventListener("pagehide", function () { source.close(); });
   }
+  function pickers() {
+    document.querySelectorAll("select[data-picker]").forEach(function (select) {
+      var search = document.createElement("input");
+      search.type = "search";
+      search.placeholder = "search " + select.getAttribute("data-picker") + " by identity";
+      search.setAttribute("aria-label", "search " + select.getAttribute("data-picker"));
+      search.setAttribute("data-picker-search", select.id);
+      search.addEventListener("input", function (event) {
+        event.stopPropagation();
+        var words = search.value.toLowerCase();
+        var first = null;
+        Array.prototype.forEach.call(select.options, function (option) {
+          var hit = !option.value || option.textContent.toLowerCase().indexOf(words) >= 0;
+          option.hidden = !hit;
+          if (hit && option.value && first === null) { first = option; }
+        });
+        if (first && words) { select.value = first.value; }
+      });
+      select.parentNode.insertBefore(search, select);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", pickers);
   document.addEventListener("DOMContentLoaded", connect);
 })();
