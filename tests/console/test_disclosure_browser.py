@@ -117,8 +117,8 @@ def test_a_viewer_s_pages_name_no_server_path_and_carry_no_traceback(
         if target in opened:
             continue
         opened.add(target)
-        answer = page.goto(f"{server.url}{target}")
-        assert answer is not None and answer.status < 500, (target, answer and answer.status)
+        shown = page.goto(f"{server.url}{target}")
+        assert shown is not None and shown.status < 500, (target, shown and shown.status)
         text = page.content()
         assert not leaks(text, paths), f"{target} shows {leaks(text, paths)}"
         kinds.add(urlsplit(target).path.split("/")[1])

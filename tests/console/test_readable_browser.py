@@ -89,6 +89,7 @@ def test_the_largest_lifecycle_drawing_has_no_overlapping_label_and_fits_the_pag
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.wheel(0, -300)
     zoomed = drawing.get_attribute("viewBox")
+    assert zoomed is not None and fitted is not None
     assert zoomed != fitted and float(zoomed.split()[2]) < float(fitted.split()[2])
     shoot(page, "lifecycle-zoomed")
     drawing.dblclick()
