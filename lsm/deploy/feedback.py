@@ -1,12 +1,13 @@
 """Lifecycle feedback: when an instance's resources reached a final outcome, fire its resource-based transfer.
 
 Why through the orchestrator: it is the one place that changes an instance's state
-(``Orchestrator.execute`` with ``ResourceOutcome``), with the version check, the event line and
-the follow-up compile in one transaction. This module only decides *when*:
+(``ResourceOutcome`` commands, applied in batches by ``apply_resource_outcomes``), with the
+version check, the event line and the follow-up compile in one commit. This module only
+decides *when*:
 
 * only instances whose resource record (``lsm_instance_resources``) was compiled at the
   instance's current ``desired_state_version``: the resources of an older desired state say
-  nothing about this one (the orchestrator checks it again under the row lock);
+  nothing about this one (the orchestrator checks it again when it decides);
 * only in a state that has a ``resource_based`` transfer;
 * all resources ``deployed`` (or none at all) -> success; all final and one ``failed`` or
   ``skipped`` -> failure; anything still ``pending`` / ``deploying`` / ``noop_pending`` -> wait.
@@ -24,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable
 from lsm.errors import LsmError
 from lsm.inventory import deploy_feedback
 from lsm.inventory.database import Database
-from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.orchestration import EnvironmentContext, Orchestrator, apply_resource_outcomes
 from lsm.orchestration.commands import ResourceOutcome
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ class Feedback:
         if not found:
             return 0
         ctx = self.contexts(env_id)
-        fired = 0
+        outcomes: list[ResourceOutcome] = []
+        before: list[str] = []
         for instance in found:
             if changed is not None and not any(rid in changed for rid in instance.resource_ids):
                 continue
@@ -81,20 +83,22 @@ class Feedback:
                 if success
                 else f"resource deploy failed: {failed} failed, {skipped} skipped"
             )
-            try:
-                before = instance.state
-                row = self.orchestrator.execute(
-                    ctx,
-                    ResourceOutcome(
-                        instance_id=instance.instance_id,
-                        desired_state_version=instance.desired_state_version,
-                        success=success,
-                        message=message,
-                    ),
+            outcomes.append(
+                ResourceOutcome(
+                    instance_id=instance.instance_id,
+                    desired_state_version=instance.desired_state_version,
+                    success=success,
+                    message=message,
                 )
-                fired += row.state != before
-            except LsmError as exc:
-                log.warning("deploy outcome of instance %s not applied: %s", instance.instance_id, exc)
+            )
+            before.append(instance.state)
+        fired = 0
+        answers = apply_resource_outcomes(self.orchestrator, ctx, outcomes) if outcomes else []
+        for outcome, state, answer in zip(outcomes, before, answers, strict=True):
+            if isinstance(answer, LsmError):
+                log.warning("deploy outcome of instance %s not applied: %s", outcome.instance_id, answer)
+            else:
+                fired += answer.state != state
         return fired
 
 
