@@ -362,7 +362,7 @@ def write_steps(session: Session, steps: dict[str, dict[str, Any]]) -> None:
     one ``executemany`` per set of columns (a step that moved no attribute set leaves the three
     JSON columns out: encoding them was a tenth of a validation round's write).
 
-    Its one caller is the orchestration (``lsm.orchestration.transfer``), which stays the one
+    Its one caller is the orchestration (``lsm.orchestration.commit``), which stays the one
     place that changes an instance's state."""
     shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for instance_id, values in steps.items():

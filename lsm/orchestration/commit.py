@@ -16,19 +16,43 @@ form of a failed export, with the same checks).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from lsm.errors import IdentityConflict
+from lsm.errors import Conflict, IdentityConflict
 from lsm.inventory import audit
 from lsm.inventory import repository as repo
 from lsm.inventory.compile_requests import COMPILE_TABLE, insert_requests, notify_work
 from lsm.inventory.discovery_store import claim_adoption
+from lsm.orchestration.commands import Origin
+from lsm.orchestration.context import EnvironmentContext
+from lsm.orchestration.decide import Decider
 from lsm.orchestration.decision import Decision
 from lsm.orchestration.group import defer_insert
+
+T = TypeVar("T")
+
+#: how often a decision is taken again when its rows keep moving before its commit
+MAX_DECISIONS = 10
+
+
+def decide_and_commit(
+    session: Session, ctx: EnvironmentContext, origin: Origin, decide: Callable[[Decider], T]
+) -> tuple[Decider, T]:
+    """Decide in the write transaction ``session`` and commit; decided again while the commit
+    finds a row it read moved on (the check locked them: the next decision reads them as they
+    stay). The decider (its decision) and what ``decide`` returned."""
+    for _ in range(MAX_DECISIONS):
+        decider = Decider(session, ctx, origin)
+        result = decide(decider)
+        if commit(session, decider.decision):
+            return decider, result
+        decider.decision.forget(session)
+    raise Conflict(f"the instances kept changing while this change was decided {MAX_DECISIONS} times")
 
 
 def holds(session: Session, guards: dict[str, int], *, written: Collection[str] = ()) -> bool:

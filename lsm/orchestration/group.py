@@ -314,11 +314,11 @@ class GroupCommit:
                         continue
                     try:
                         plans[i] = item.plan(session)
-                    except Exception as exc:  # the locked path gives the answer
+                    except Exception as exc:  # deciding under the lock gives the answer
                         log.debug("group commit: item not planned (%s: %s)", type(exc).__name__, exc)
                     session.expunge_all()
         except Exception as exc:  # no snapshot: all run locked
-            log.warning("group commit: no snapshot for planning (%s); the batch runs locked", exc)
+            log.warning("group commit: no snapshot to decide on (%s); the batch is decided under the lock", exc)
             return [None] * len(batch)
         return plans
 

@@ -17,15 +17,13 @@ transaction the commit joins:
 * ``execute_in`` / ``fail_exports``: inside the caller's open write transaction (a failed
   export is recorded by the compile queue with the moves it causes).
 
-A decision taken on a snapshot whose rows moved before the commit is taken again in the write
-transaction; a decision taken there whose rows moved (PostgreSQL: another transaction committed
-between the read and the commit's lock) is taken again with the rows locked. A command naming a
-``current_version`` that moved is then refused (409); an outcome that no longer applies takes no
-step. The auto transfers of the new state are decided with the command, each a step of its own
-as the ``system`` actor with the request id of the change that caused them, and committed with
-it (``lsm.orchestration.chain``); when one is refused, the command commits alone and they fire
-after it, each in a transaction of its own. After the commit, listeners (the compile worker)
-are told that requests are waiting, and watchers that something changed.
+A decision whose rows moved before its commit (decided on a snapshot; or, on PostgreSQL,
+another transaction committed between the read and the commit's lock) is taken again in the
+write transaction, with the rows locked: a moved ``current_version`` is then a 409, an outcome
+that no longer applies takes no step. The auto transfers of the new state are decided with the
+command (``lsm.orchestration.chain``), as the ``system`` actor with the request id of the change
+that caused them, and committed with it. After the commit, listeners (the compile worker) are
+told that requests wait, and watchers that something changed.
 """
 
 from __future__ import annotations
@@ -33,12 +31,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from lsm.errors import Conflict, LsmError
+from lsm.errors import LsmError
 from lsm.inventory import repository as repo
 from lsm.inventory.database import Database
 from lsm.inventory.export_failures import Waiting
@@ -56,7 +53,7 @@ from lsm.orchestration.commands import (
     Update,
     ValidationOutcome,
 )
-from lsm.orchestration.commit import commit, identity_conflicts, write
+from lsm.orchestration.commit import commit, decide_and_commit, identity_conflicts, write
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.decide import Decider
 from lsm.orchestration.decide_batch import Decided, decide_many, decide_one
@@ -65,11 +62,6 @@ from lsm.orchestration.export_failed import sort_waiting, write_simple
 from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit, Planned
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-#: how often a decision is taken again when its rows keep moving before its commit
-MAX_DECISIONS = 10
 
 
 class Orchestrator:
@@ -180,9 +172,7 @@ class Orchestrator:
         """Decide and commit ``command`` in a write transaction (see ``_execute_once``)."""
 
         def work(session: Session) -> tuple[Outcome, bool]:
-            _, result = self._decide_and_commit(
-                session, ctx, origin, lambda d: decide_one(d, command, chain=chain)
-            )
+            _, result = decide_and_commit(session, ctx, origin, lambda d: decide_one(d, command, chain=chain))
             if then is not None:
                 then(session, result[0].instance)
             return result
@@ -260,7 +250,7 @@ class Orchestrator:
                     decider, decided = ahead
                     self.planned_batches += 1
                 else:
-                    decider, decided = self._decide_and_commit(
+                    decider, decided = decide_and_commit(
                         session, ctx, origin, lambda d: decide_many(d, commands, origin)
                     )
                 if then is not None:
@@ -304,15 +294,12 @@ class Orchestrator:
         transfers that follow; what to run once that transaction committed (the steps a refused
         auto transfer left, and telling the listeners and watchers) is returned.
 
-        Why: a failed exporting compile is recorded by the compile queue, and the instances
-        that waited on it must move in the SAME transaction as that record (``lsm.compiler.
-        export_failure``), so that no crash records one without the other. No size limit: a
-        failed full compile moves every waiting instance.
+        Why: the instances that waited on a failed exporting compile move in the SAME
+        transaction as the compile queue's record of it (``lsm.compiler.export_failure``).
+        No size limit: a failed full compile moves every waiting instance.
         """
         origin = origin or SYSTEM
-        decider, decided = self._decide_and_commit(
-            session, ctx, origin, lambda d: decide_many(d, commands, origin)
-        )
+        decider, decided = decide_and_commit(session, ctx, origin, lambda d: decide_many(d, commands, origin))
         queued = bool(decider.decision.compile_ids)
 
         def after_commit() -> None:
@@ -358,19 +345,6 @@ class Orchestrator:
         return after_commit
 
     # -- shared ------------------------------------------------------------------------------
-    def _decide_and_commit(
-        self, session: Session, ctx: EnvironmentContext, origin: Origin, decide: Callable[[Decider], T]
-    ) -> tuple[Decider, T]:
-        """Decide in the write transaction ``session`` and commit; decided again while the
-        commit finds a row it read moved on (its rows are locked by then)."""
-        for _ in range(MAX_DECISIONS):
-            decider = Decider(session, ctx, origin)
-            result = decide(decider)
-            if commit(session, decider.decision):
-                return decider, result
-            decider.decision.forget(session)
-        raise Conflict(f"the instances kept changing while this change was decided {MAX_DECISIONS} times")
-
     def _auto_rounds(self, ctx: EnvironmentContext, decided: Decided) -> bool:
         """Fire the auto transfers that follow ``decided.rows`` (updated in place), a round per
         transaction; each row's steps carry its own origin. Whether compiles were queued."""
@@ -385,7 +359,7 @@ class Orchestrator:
                 return moved, run_round(d, follow, moved, origins)
 
             with self.db.write() as session:
-                decider, (moved, executed) = self._decide_and_commit(session, ctx, SYSTEM, one_round)
+                decider, (moved, executed) = decide_and_commit(session, ctx, SYSTEM, one_round)
             rows[:] = moved
             queued |= bool(decider.decision.compile_ids)
         return queued
