@@ -318,7 +318,7 @@ class GroupCommit:
                         log.debug("group commit: item not planned (%s: %s)", type(exc).__name__, exc)
                     session.expunge_all()
         except Exception as exc:  # no snapshot: all run locked
-            log.warning("group commit: no snapshot to decide on (%s); the batch is decided under the lock", exc)
+            log.warning("group commit: no snapshot to decide on (%s); all decided under the lock", exc)
             return [None] * len(batch)
         return plans
 
