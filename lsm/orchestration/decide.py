@@ -104,7 +104,7 @@ class Decider:
     def find(self, entity: str, ref: str, current_version: int) -> InstanceRow:
         """The live instance ``ref`` of ``entity``, at ``current_version`` (409 otherwise)."""
         binding = self.ctx.binding(entity)
-        row = self._created(binding.name, ref)
+        row = self._created(binding.name, binding.identity, ref)
         if row is None:
             row = repo.find_instance(
                 self.session, self.ctx.env_id, binding.name, ref, identity_attr=binding.identity
@@ -126,11 +126,13 @@ class Decider:
             )
         return row
 
-    def _created(self, entity: str, ref: str) -> InstanceRow | None:
-        """``ref`` among the instances this decision creates."""
+    def _created(self, entity: str, identity_attr: str | None, ref: str) -> InstanceRow | None:
+        """``ref`` among the instances this decision creates (by id, or by the identity)."""
         if not self.decision.created:
             return None
         instance_id, identity = repo.parse_ref(ref)
+        if instance_id is None and ref.partition("=")[0] != identity_attr:
+            return None  # not an identity reference: the lookup in the database says why
         for row in self.decision.created.values():
             if row.entity != entity:
                 continue
@@ -184,7 +186,7 @@ class Decider:
         instance_id = self.new_instance_id(command.instance_id)
         identity = identity_value(attributes, binding.identity)
         if identity is not None:
-            clash = self._created(binding.name, f"{binding.identity}={identity}")
+            clash = self._created(binding.name, binding.identity, f"{binding.identity}={identity}")
             if clash is None:
                 clash = repo.identity_taken(self.session, self.ctx.env_id, binding.name, identity)
                 if clash is not None and clash.deleted:  # deleted by this decision: its value is free
