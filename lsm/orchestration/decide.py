@@ -7,7 +7,7 @@ instance row read is recorded with its version (``Decision.saw``): that is what 
 checks. A command that refers to instances the same decision creates (a batch) finds them in
 the decision, not in the database.
 
-The checks a command makes are the contract of SEMANTICS.md: ``current_version`` (409 on a
+The checks a command makes are those of docs/semantics.md: ``current_version`` (409 on a
 mismatch), attributes against their modifiers (422 naming the attribute), identity uniqueness
 (409 naming the clash), relations (422), and the lifecycle's permission for the step.
 """
