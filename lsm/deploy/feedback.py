@@ -1,12 +1,13 @@
 """Lifecycle feedback: when an instance's resources reached a final outcome, fire its resource-based transfer.
 
 Why through the orchestrator: it is the one place that changes an instance's state
-(``Orchestrator.execute`` with ``ResourceOutcome``), with the version check, the event line and
-the follow-up compile in one transaction. This module only decides *when*:
+(``ResourceOutcome`` commands, applied in batches by ``apply_resource_outcomes``), with the
+version check, the event line and the follow-up compile in one commit. This module only
+decides *when*:
 
 * only instances whose resource record (``lsm_instance_resources``) was compiled at the
   instance's current ``desired_state_version``: the resources of an older desired state say
-  nothing about this one (the orchestrator checks it again under the row lock);
+  nothing about this one (the orchestrator checks it again when it decides);
 * only in a state that has a ``resource_based`` transfer;
 * all resources ``deployed`` (or none at all) -> success; all final and one ``failed`` or
   ``skipped`` -> failure; anything still ``pending`` / ``deploying`` / ``noop_pending`` -> wait.
@@ -29,7 +30,7 @@ from lsm.errors import LsmError
 from lsm.inventory import deploy_feedback
 from lsm.inventory.database import Database
 from lsm.inventory.deploy_feedback import InstanceDeploy
-from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.orchestration import EnvironmentContext, Orchestrator, apply_resource_outcomes
 from lsm.orchestration.commands import ResourceOutcome
 from lsm.schemas.deploy import FINAL_STATUSES, ResourceStatus
 
@@ -56,15 +57,18 @@ class Outcome:
 def hand_off(orchestrator: Orchestrator, ctx: EnvironmentContext, outcomes: Sequence[Outcome]) -> int:
     """Hand decided outcomes to the orchestrator, the one place that changes an instance's
     state; returns how many moved an instance on. The only call site of the deploy engine into
-    the orchestrator: one command at a time, each in its own transaction, and one refused
-    (a newer version, a state that moved on) is logged without stopping the others."""
+    the orchestrator: the outcomes go in batches, decided ahead like validation outcomes
+    (``apply_resource_outcomes``), and one refused (a newer version, a state that moved on) is
+    logged without holding the others back."""
+    if not outcomes:
+        return 0
+    answers = apply_resource_outcomes(orchestrator, ctx, [o.command for o in outcomes])
     fired = 0
-    for outcome in outcomes:
-        try:
-            row = orchestrator.execute(ctx, outcome.command)
-            fired += row.state != outcome.state
-        except LsmError as exc:
-            log.warning("deploy outcome of instance %s not applied: %s", outcome.command.instance_id, exc)
+    for outcome, answer in zip(outcomes, answers, strict=True):
+        if isinstance(answer, LsmError):
+            log.warning("deploy outcome of instance %s not applied: %s", outcome.command.instance_id, answer)
+        else:
+            fired += answer.state != outcome.state
     return fired
 
 

@@ -264,11 +264,9 @@ def find_discovered(session: Session, env_id: str, resource_ids: Sequence[str]) 
     return found
 
 
-def claim_adoption(
-    session: Session, env_id: str, resource_id: str, *, instance_id: str, entity: str, now: datetime
-) -> None:
-    """Record that ``instance_id`` adopts ``resource_id``; refuse (nothing written) an id that is
-    not discovered (404), is managed, or is adopted already (409 naming the id)."""
+def check_adoptable(session: Session, env_id: str, resource_id: str) -> None:
+    """Refuse an id that is not discovered (404), is managed, or is adopted already (409 naming
+    the id); nothing is written."""
     row = get_discovered(session, env_id, resource_id)
     if row is None:
         raise NotFound(f"no discovered resource {resource_id}", resource_id=resource_id)
@@ -283,6 +281,14 @@ def claim_adoption(
             f"discovered resource {resource_id} is already managed (it is in the newest desired state)",
             resource_id=resource_id,
         )
+
+
+def claim_adoption(
+    session: Session, env_id: str, resource_id: str, *, instance_id: str, entity: str, now: datetime
+) -> None:
+    """Record that ``instance_id`` adopts ``resource_id``; refuse (nothing written) an id that is
+    not discovered (404), is managed, or is adopted already (409 naming the id)."""
+    check_adoptable(session, env_id, resource_id)
     # the record of an adoption by an instance deleted since then is history, not a claim
     session.connection().execute(
         delete(lsm_discovered_adoption).where(
@@ -314,6 +320,7 @@ __all__ = [
     "DiscoveredRow",
     "FoundRow",
     "Replaced",
+    "check_adoptable",
     "claim_adoption",
     "count_discovered",
     "find_discovered",

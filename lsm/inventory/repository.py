@@ -82,11 +82,6 @@ _FIND = {
     for by_identity in (False, True)
     for for_update in (False, True)
 }
-_LOCK_BY_ID = (
-    select(InstanceRow)
-    .where(InstanceRow.env_id == bindparam("env_id"), InstanceRow.id == bindparam("key"))
-    .with_for_update()
-)
 
 
 def find_instance(
@@ -121,13 +116,6 @@ def find_instance(
     return row
 
 
-def lock_instance_by_id(session: Session, env_id: str, instance_id: str) -> InstanceRow:
-    row: InstanceRow | None = session.exec(_LOCK_BY_ID, params={"env_id": env_id, "key": instance_id}).first()
-    if row is None:
-        raise UnknownInstance(f"no instance {instance_id!r}", instance=instance_id)
-    return row
-
-
 def ids_in(ids: Sequence[str]) -> Any:
     """``lsm_instance.id IN (ids)``, to be used WITHOUT ``env_id = ?`` beside it (callers check
     the environment on the rows they get).
@@ -138,24 +126,6 @@ def ids_in(ids: Sequence[str]) -> Any:
     takes the primary key. Ids are UUIDs; the check on the rows keeps environments apart.
     """
     return col(InstanceRow.id).in_(list(ids))
-
-
-def lock_instances_by_id(session: Session, env_id: str, ids: Iterable[str]) -> dict[str, InstanceRow]:
-    """Lock many instances at once (``SELECT ... FOR UPDATE`` in chunked ``IN`` queries, in id
-    order, so two batches that share instances queue behind each other instead of deadlocking).
-
-    One statement per 500 ids instead of one per instance: the batched writers (a validation
-    round's outcomes, the automatic transfers after them, bulk changes) lock everything first.
-    Unknown ids are left out; callers that need them raise for their own item.
-    """
-    out: dict[str, InstanceRow] = {}
-    for chunk in chunked(sorted(set(ids)), 500):
-        # by id alone (see ``ids_in``), the environment checked on the rows
-        query = select(InstanceRow).where(ids_in(chunk)).order_by(col(InstanceRow.id)).with_for_update()
-        for row in session.exec(query):
-            if row.env_id == env_id:
-                out[row.id] = row
-    return out
 
 
 def instance_versions(session: Session, ids: Collection[str]) -> dict[str, int]:
@@ -362,7 +332,7 @@ def write_steps(session: Session, steps: dict[str, dict[str, Any]]) -> None:
     one ``executemany`` per set of columns (a step that moved no attribute set leaves the three
     JSON columns out: encoding them was a tenth of a validation round's write).
 
-    Its one caller is the orchestration (``lsm.orchestration.transfer``), which stays the one
+    Its one caller is the orchestration (``lsm.orchestration.commit``), which stays the one
     place that changes an instance's state."""
     shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for instance_id, values in steps.items():

@@ -1,5 +1,6 @@
-"""Orchestration: the one place that changes an instance's state (see ``transfer``)."""
+"""Orchestration: the one place that changes an instance's state, by deciding then committing."""
 
+from lsm.orchestration.chain import auto_enabled
 from lsm.orchestration.commands import (
     SYSTEM,
     Auto,
@@ -17,7 +18,8 @@ from lsm.orchestration.commands import (
     ValidationOutcome,
 )
 from lsm.orchestration.context import EnvironmentContext
-from lsm.orchestration.transfer import Orchestrator, auto_enabled
+from lsm.orchestration.deploy_outcomes import apply_resource_outcomes
+from lsm.orchestration.orchestrator import Orchestrator
 
 __all__ = [
     "SYSTEM",
@@ -36,5 +38,6 @@ __all__ = [
     "SetState",
     "Update",
     "ValidationOutcome",
+    "apply_resource_outcomes",
     "auto_enabled",
 ]

@@ -1,16 +1,16 @@
 """Expert mode: the operator's way out of any state, inside the one state-changing transaction.
 
-Why here and not in the API: an expert call is a transfer like any other (lock, version check,
-attribute sets, version bump, event line, compile request, one transaction), only without the
-lifecycle's permission. ``Orchestrator.execute`` runs it; this module holds what only expert
-calls do on top of a step:
+Why here and not in the API: an expert call is a transfer like any other (version check,
+attribute sets, version bump, event line, compile request, one commit), only without the
+lifecycle's permission. ``Orchestrator.execute`` decides and commits it; this module holds what
+only expert calls decide on top of a step:
 
-* the gate, read from the environment row inside the transaction: while the setting
+* the gate, read from the environment row inside the write transaction: while the setting
   ``expert_mode`` is off the call is a 409 ``expert_mode_off`` naming the setting, and a
   setting switched off by another process can not be raced past;
 * a non-empty reason (422 naming ``reason``), written on the ``expert`` event-log line and on
-  an audit record (``lsm_audit``, action ``expert.<what>``) with the actor, in the same
-  transaction: the audit trail and the log can not disagree about what was done.
+  an audit record (``lsm_audit``, action ``expert.<what>``) with the actor, written by the
+  same commit: the audit trail and the log can not disagree about what was done.
 
 Roles are the API's business (expert routes need the admin role, ``lsm.api.expert``).
 """
@@ -21,16 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from lsm.catalog import validate_attributes
 from lsm.errors import ExpertModeOff, InvalidAttributes, InvalidInput, RuleViolation
-from lsm.inventory import audit
 from lsm.inventory.settings import parse_settings
 from lsm.inventory.tables import EnvironmentRow, InstanceRow
 from lsm.lifecycle import AttributeSets
 from lsm.orchestration.commands import ATTRIBUTE_SETS, ForceAttributes, ForceDestroy
+from lsm.orchestration.decision import Outcome
 from lsm.orchestration.references import check_references
+from lsm.orchestration.steps import move
 from lsm.schemas.expert import MAX_REASON_LENGTH
 
 if TYPE_CHECKING:
-    from lsm.orchestration.transfer import Outcome, _Transaction
+    from lsm.orchestration.decide import Decider
 
 #: the environment setting that allows expert calls
 SETTING = "expert_mode"
@@ -48,7 +49,7 @@ def check_reason(reason: str | None) -> str:
     return text
 
 
-def check_enabled(tx: _Transaction) -> None:
+def check_enabled(tx: Decider) -> None:
     """Refuse (409 ``expert_mode_off``) unless the environment's ``expert_mode`` is on, as
     committed now (not as a cached context last saw it)."""
     env = tx.session.get(EnvironmentRow, tx.ctx.env_id)
@@ -62,35 +63,34 @@ def check_enabled(tx: _Transaction) -> None:
         )
 
 
-def begin(tx: _Transaction, reason: str | None) -> str:
+def begin(tx: Decider, reason: str | None) -> str:
     """What every expert call checks first: its reason, then the gate. The reason."""
     text = check_reason(reason)
     check_enabled(tx)
     return text
 
 
-def record(tx: _Transaction, row: InstanceRow, what: str, reason: str, **details: Any) -> None:
-    """The audit record of an expert step on ``row``, in the step's transaction."""
-    audit.record(
-        tx.session,
-        actor=tx.origin.actor,
-        request_id=tx.origin.request_id,
-        action=f"expert.{what}",
-        target=row.id,
-        env_id=tx.ctx.env_id,
-        entity=row.entity,
-        reason=reason,
-        **details,
+def record(tx: Decider, row: InstanceRow, what: str, reason: str, **details: Any) -> None:
+    """The audit record of an expert step on ``row``, written with the step."""
+    tx.decision.audits.append(
+        {
+            "actor": tx.origin.actor,
+            "request_id": tx.origin.request_id,
+            "action": f"expert.{what}",
+            "target": row.id,
+            "env_id": tx.ctx.env_id,
+            "entity": row.entity,
+            "reason": reason,
+            **details,
+        }
     )
 
 
-def force_attributes(tx: _Transaction, command: ForceAttributes) -> Outcome:
+def force_attributes(tx: Decider, command: ForceAttributes) -> Outcome:
     """Replace the given attribute sets, each checked against the entity's schema (not its
     modifiers: an expert may write ``r`` attributes); the identity and the owner relation can
     not change (they are keys of the inventory). The active set of an exporting state is what
     the desired state holds: changing it queues an export, as a promote would."""
-    from lsm.orchestration.transfer import Outcome
-
     reason = begin(tx, command.reason)
     unknown = sorted(set(command.sets) - set(ATTRIBUTE_SETS))
     if unknown or not command.sets:
@@ -99,7 +99,7 @@ def force_attributes(tx: _Transaction, command: ForceAttributes) -> Outcome:
             + (f"; unknown: {', '.join(unknown)}" if unknown else ""),
             field="sets" if not unknown else unknown[0],
         )
-    row = tx.lock(command.entity, command.ref, command.current_version)
+    row = tx.find(command.entity, command.ref, command.current_version)
     binding = tx.ctx.binding(row.entity)
     current = {"candidate": row.candidate_attributes, "active": row.active_attributes}
     current["rollback"] = row.rollback_attributes
@@ -130,27 +130,34 @@ def force_attributes(tx: _Transaction, command: ForceAttributes) -> Outcome:
     for name in sorted(command.sets):
         written = new[name]
         if written:
-            check_references(tx.session, tx.ctx, binding, written, seen=tx.saw)
+            check_references(tx.session, tx.ctx, binding, written, seen=tx.saw, known=tx.decision.created)
     sets = AttributeSets(candidate=new["candidate"], active=new["active"], rollback=new["rollback"])
     lifecycle = tx.ctx.lifecycle(binding)
     changes = lifecycle.state(row.state).export_resources and new["active"] != row.active_attributes
     given = ", ".join(sorted(command.sets))
     record(tx, row, "attributes", reason, sets=sorted(command.sets), state=row.state)
-    tx.apply(row, row.state, row.state, sets, changes, TRIGGER, f"{given} set: {reason}", None, False)
-    return Outcome(row, executed=True, compiles=tx.compiles)
+    message = f"{given} set: {reason}"
+    move(
+        tx,
+        row,
+        destination=row.state,
+        sets=sets,
+        changes_desired_state=changes,
+        trigger=TRIGGER,
+        message=message,
+    )
+    return Outcome(row, executed=True, compiles=tx.decision.compile_ids)
 
 
-def force_destroy(tx: _Transaction, command: ForceDestroy) -> Outcome:
+def force_destroy(tx: Decider, command: ForceDestroy) -> Outcome:
     """Move the instance to its lifecycle's deleted state at once: no validation, no deploy
     waited for, no handler run. With ``purge_resources`` the export of its tree is queued in
     the same transaction (a deleted instance exports nothing: its resources leave the desired
     state and the agents forget them, leaving them on their targets as they are); without it
     the desired state is not touched, and its resources stay deployed until an export that
     covers its tree (a later partial compile of it, a full compile) leaves them out."""
-    from lsm.orchestration.transfer import Outcome
-
     reason = begin(tx, command.reason)
-    row = tx.lock(command.entity, command.ref, command.current_version)
+    row = tx.find(command.entity, command.ref, command.current_version)
     lifecycle = tx.ctx.lifecycle(tx.ctx.binding(row.entity))
     ends = [s.name for s in lifecycle.states if s.deleted]
     if not ends:
@@ -162,5 +169,8 @@ def force_destroy(tx: _Transaction, command: ForceDestroy) -> Outcome:
     purge = command.purge_resources
     record(tx, row, "destroy", reason, state=source, target_state=ends[0], purge_resources=purge)
     how = "resources purged from the desired state" if purge else "resources left in the desired state"
-    tx.apply(row, source, ends[0], sets, purge, TRIGGER, f"destroyed ({how}): {reason}", None, False)
-    return Outcome(row, executed=True, compiles=tx.compiles)
+    message = f"destroyed ({how}): {reason}"
+    move(
+        tx, row, destination=ends[0], sets=sets, changes_desired_state=purge, trigger=TRIGGER, message=message
+    )
+    return Outcome(row, executed=True, compiles=tx.decision.compile_ids)

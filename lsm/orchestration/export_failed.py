@@ -19,7 +19,7 @@ catalog persisted (``lsm_entity``, passed as ``lifecycles``): state-only moves a
 still written, and what would need the general path (the model's bindings) is only logged.
 
 An instance whose state or version moved since the caller read it is left alone (the check
-that ``execute`` makes under the row lock). ``Orchestrator.fail_exports`` is the entry point;
+that the commit makes on the versions a decision read). ``Orchestrator.fail_exports`` is the entry point;
 this module only sorts and writes through ``lsm.inventory``. Together they stay the one place
 that changes an instance's state.
 """

@@ -32,19 +32,19 @@ Cost: one queue hand-off per call; the transaction, connection checkout and comm
 by the batch. Items run one after the other, in arrival order (the GIL ran them one at a time
 before as well).
 
-Worked out before the lock (optimistic). An item may come with a ``plan`` as well as its
-``work``: the same command, worked out on a read snapshot taken before the batch asks for the
+Decided before the lock (optimistic). An item may come with a ``plan`` as well as its
+``work``: the same command, decided on a read snapshot taken before the batch asks for the
 write lock, giving the versions of the instance rows it read (its guards) and a function that
-only writes what it worked out. Under the lock, the versions of every planned item's guards are
-read in one statement; an item whose rows are still at those versions, and were not written by
-an earlier item of the batch, only writes (no savepoint, no read, none of its checks); any other
-item runs its ``work`` as before. Why: on SQLite the write lock is what bounds a burst, and
-reading, checking and stepping an instance was most of an item's time under it. Every change
-to an instance row bumps its version (``lsm.orchestration.transfer``), so an unchanged version
-means the plan read what the lock would have shown it. A plan that cannot be worked out on a
-snapshot (it would write, or read what no version guards) raises ``NeedsLock``; a refused
-command is not answered from a snapshot either: both, and any other error of a plan, send the
-item down the locked path, which gives the answer.
+only writes what it decided (``lsm.orchestration.commit.write``). Under the lock, the versions
+of every planned item's guards are read in one statement (the commit's check, for the whole
+batch); an item whose rows are still at those versions, and were not written by an earlier item
+of the batch, only writes (no savepoint, no read, none of its checks); any other item runs its
+``work`` (decide and commit in the write transaction). Why: on SQLite the write lock is what
+bounds a burst, and reading, checking and stepping an instance was most of an item's time under
+it. Every change to an instance row bumps its version, so an unchanged version means the plan
+read what the lock would have shown it. A refused command is not answered from a snapshot: a
+plan that raises, whatever the error, sends the item down the ``work`` path, which gives the
+answer.
 
 A caller on an event loop (an API route) hands its work over with ``run_async`` instead of
 blocking a thread on ``run``: it awaits its answer on the loop, and the writer answers a whole
@@ -95,14 +95,9 @@ def defer_insert(session: Session, table: Table, rows: list[dict[str, Any]]) -> 
     return True
 
 
-class NeedsLock(Exception):
-    """Raised by a plan that can not be worked out on a snapshot: its item runs its ``work``
-    under the write lock instead."""
-
-
 @dataclass
 class Planned(Generic[T]):
-    """An item worked out on a snapshot: what it read, and how to write what it decided."""
+    """An item decided on a snapshot: what it read, and how to write what it decided."""
 
     #: instance id -> the version it was read at; the plan holds while all are unchanged
     guards: dict[str, int]
@@ -117,7 +112,7 @@ VersionReader = Callable[[Session, Collection[str]], dict[str, int]]
 @dataclass
 class _Item(Generic[T]):
     work: Callable[[Session], T]
-    #: the same work on a snapshot, before the lock (see "Worked out before the lock")
+    #: the same work decided on a snapshot, before the lock (see "Decided before the lock")
     plan: Callable[[Session], Planned[T]] | None = None
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None
@@ -304,10 +299,10 @@ class GroupCommit:
             item.answer(result, error)
 
     def _plan(self, batch: list[_Item[Any]]) -> list[Planned[Any] | None]:
-        """Work out the items that have a plan on one read snapshot, before the write lock.
+        """Decide the items that have a plan on one read snapshot, before the write lock.
 
-        An item whose plan fails (``NeedsLock``, a refusal, any error) gets None: it runs its
-        work under the lock, where its answer is decided. Nothing here writes.
+        An item whose plan fails (a refusal, any error) gets None: it runs its work under the
+        lock, where its answer is decided. Nothing here writes.
         """
         plans: list[Planned[Any] | None] = [None] * len(batch)
         if self.versions is None or all(item.plan is None for item in batch):
@@ -319,11 +314,11 @@ class GroupCommit:
                         continue
                     try:
                         plans[i] = item.plan(session)
-                    except Exception as exc:  # the locked path gives the answer
+                    except Exception as exc:  # deciding under the lock gives the answer
                         log.debug("group commit: item not planned (%s: %s)", type(exc).__name__, exc)
                     session.expunge_all()
         except Exception as exc:  # no snapshot: all run locked
-            log.warning("group commit: no snapshot for planning (%s); the batch runs locked", exc)
+            log.warning("group commit: no snapshot to decide on (%s); all decided under the lock", exc)
             return [None] * len(batch)
         return plans
 

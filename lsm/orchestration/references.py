@@ -8,7 +8,7 @@ relations in the three attribute sets, so that a selector can follow a relation 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlmodel import Session
@@ -54,9 +54,12 @@ def check_references(
     *,
     changed: set[str] | None = None,
     seen: Callable[[InstanceRow], None] | None = None,
+    known: Mapping[str, InstanceRow] | None = None,
 ) -> None:
     """Every relation value must name a live instance of the target entity (422 otherwise)."""
-    check_references_of_many(session, ctx, binding, [("", attributes)], changed=changed, seen=seen)
+    check_references_of_many(
+        session, ctx, binding, [("", attributes)], changed=changed, seen=seen, known=known
+    )
 
 
 def check_references_of_many(
@@ -67,10 +70,12 @@ def check_references_of_many(
     *,
     changed: set[str] | None = None,
     seen: Callable[[InstanceRow], None] | None = None,
+    known: Mapping[str, InstanceRow] | None = None,
 ) -> None:
     """``check_references`` for many attribute sets (``(path prefix, attributes)``) in one lookup.
 
-    ``seen`` is shown every target row read (a plan on a snapshot keeps their versions)."""
+    ``seen`` is shown every target row read (a decision keeps their versions); ``known``: rows
+    not in the database yet (created by the same decision), looked up there first."""
     wanted: dict[str, list[tuple[str, str]]] = {}
     for name, (_info, target) in ctx.catalog.relations(binding.name).items():
         if changed is not None and name not in changed:
@@ -80,7 +85,9 @@ def check_references_of_many(
                 wanted.setdefault(target_id, []).append((prefix + name, target.name))
     if not wanted:
         return
-    found = repo.get_instances(session, ctx.env_id, wanted)
+    found = {i: known[i] for i in wanted if known and i in known}
+    missing = [i for i in wanted if i not in found]
+    found.update(repo.get_instances(session, ctx.env_id, missing) if missing else {})
     if seen is not None:
         for target_row in found.values():
             seen(target_row)

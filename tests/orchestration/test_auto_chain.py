@@ -16,28 +16,25 @@ import pytest
 
 from lsm.errors import InvalidInput
 from lsm.facade import RequestContext
-from lsm.orchestration import transfer as transfer_module
+from lsm.orchestration.decide import Decider
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
 from tests.orchestration.helpers import Driver, outcome
 
 
 def failing_auto(monkeypatch: pytest.MonkeyPatch, error: Exception, times: int) -> list[int]:
-    """Make the first ``times`` auto steps taken under the write lock raise ``error``; returns
-    their counter. A batch worked out on a snapshot first (``execute_many``'s plan) is refused
-    there, so that the batch runs under the lock, which these tests are about."""
+    """Make the first ``times`` auto steps decided raise ``error`` (wherever they are decided: on
+    a snapshot or in the write transaction); returns their counter."""
     calls = [0]
-    real = transfer_module._Transaction.auto
+    real = Decider.auto
 
     def auto(self: Any, command: Any) -> Any:
-        if self.planning:
-            raise InvalidInput("not on the snapshot")
         calls[0] += 1
         if calls[0] <= times:
             raise error
         return real(self, command)
 
-    monkeypatch.setattr(transfer_module._Transaction, "auto", auto)
+    monkeypatch.setattr(Decider, "auto", auto)
     return calls
 
 
@@ -139,14 +136,14 @@ def test_a_row_moved_on_between_plan_and_lock_is_decided_under_the_lock(
     other instances are promoted as planned would have."""
     driver = Driver(engine)
     moved, other = driver.reach("update_start"), driver.reach("update_start")
-    plan_many = engine.orchestrator._plan_many
+    plan_many = engine.orchestrator._decide_ahead
 
     def plan_then_deploy_fails(*args: Any) -> Any:
         planned = plan_many(*args)
         driver.deploy(moved, False)  # update_start -> update_start_failed, committed meanwhile
         return planned
 
-    monkeypatch.setattr(engine.orchestrator, "_plan_many", plan_then_deploy_fails)
+    monkeypatch.setattr(engine.orchestrator, "_decide_ahead", plan_then_deploy_fails)
     planned = engine.orchestrator.planned_batches
     engine.orchestrator.execute_many(driver.ctx, [outcome(moved), outcome(other)])
 

@@ -18,7 +18,7 @@ from lsm.errors import Conflict, InvalidAttributes, LsmError, UnknownInstance, V
 from lsm.facade import RequestContext
 from lsm.inventory.repository import EVENT_TABLE, event_values
 from lsm.inventory.tables import InstanceRow
-from lsm.orchestration import transfer as transfer_module
+from lsm.orchestration import steps as steps_module
 from lsm.orchestration.group import defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
@@ -178,14 +178,14 @@ def test_an_item_refused_after_its_step_leaves_its_row_and_the_others_store_thei
     step was taken (here: on entering the new state) writes nothing of it."""
     driver = Driver(engine)
     things = [driver.reach("up") for _ in range(3)]
-    real = transfer_module._Transaction.after_entering
+    real = steps_module.after_entering
 
-    def after_entering(self: Any, row: InstanceRow) -> None:
+    def after_entering(decider: Any, row: InstanceRow) -> None:
         if row.id == things[2].id:
             raise Conflict("refused after its step was taken")
-        real(self, row)
+        real(decider, row)
 
-    monkeypatch.setattr(transfer_module._Transaction, "after_entering", after_entering)
+    monkeypatch.setattr(steps_module, "after_entering", after_entering)
     results = in_one_batch(group_of(engine), [update_call(engine, t.id, t.version, size=9) for t in things])
 
     assert isinstance(results[2], Conflict), results[2]

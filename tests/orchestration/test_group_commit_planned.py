@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
 
-from lsm.errors import InvalidAttributes, LsmError, TransferNotAllowed, VersionConflict
+from lsm.errors import InvalidAttributes, InvalidInput, LsmError, TransferNotAllowed, VersionConflict
 from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.inventory.repository import instance_versions
-from lsm.orchestration.group import GroupCommit, NeedsLock, Planned
+from lsm.orchestration.group import GroupCommit, Planned
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileKind
 from lsm.schemas.inventory import InstanceOut
@@ -143,7 +143,11 @@ def test_after_locked_work_the_versions_are_read_again(group: GroupCommit, rows:
 
 @pytest.mark.parametrize(
     "error",
-    [NeedsLock("automatic transfers follow"), VersionConflict("stale on the snapshot"), KeyError("a bug")],
+    [
+        InvalidInput("not decided on the snapshot"),
+        VersionConflict("stale on the snapshot"),
+        KeyError("a bug"),
+    ],
     ids=["needs-lock", "refused", "bug"],
 )
 def test_a_plan_that_fails_leaves_the_answer_to_the_locked_work(

@@ -53,9 +53,8 @@ def test_a_batch_writes_its_steps_in_one_statement_per_phase_and_stores_what_it_
     finally:
         event.remove(engine.db.write_engine, "before_cursor_execute", seen)
 
-    # worked out before the lock (``Orchestrator._plan_many``): each row's outcome and its
-    # promotion are one UPDATE, the batch's rows one statement (under the lock, the outcomes
-    # and the promotions are a statement each: the chain's savepoint lies between them)
+    # decided before the lock (``Orchestrator._decide_ahead``): each row's outcome and its
+    # promotion are one UPDATE, the batch's rows one statement
     assert engine.orchestrator.planned_batches == 1
     assert writes == [(4, True)]
     for before, row in zip(updated, rows, strict=True):
