@@ -27,6 +27,10 @@ os.environ.setdefault("LSM_TEST_RUN", uuid.uuid4().hex[:12])
 if (_worker := os.environ.get("PYTEST_XDIST_WORKER")) and not os.environ["LSM_TEST_RUN"].endswith(_worker):
     # pytest-xdist workers inherit the controller's run name: each names its own
     os.environ["LSM_TEST_RUN"] += f"-{_worker}"
+    # pytest-xdist hands its workers the terminal's size as COLUMNS and LINES; the CLI's consoles
+    # would take it as fixed when created, where the tests give the width per invocation
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 #: the test models every test engine offers by name (docs/api.md: models come from the operator)
