@@ -18,11 +18,19 @@ import pytest
 from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from tests.template_db import postgres_at_head, sqlite_at_head
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
 #: names this test run for test models that keep state in files, which compile processes share
 #: (set here, before any compile process starts, so that every one of them inherits it)
 os.environ.setdefault("LSM_TEST_RUN", uuid.uuid4().hex[:12])
+if (_worker := os.environ.get("PYTEST_XDIST_WORKER")) and not os.environ["LSM_TEST_RUN"].endswith(_worker):
+    # pytest-xdist workers inherit the controller's run name: each names its own
+    os.environ["LSM_TEST_RUN"] += f"-{_worker}"
+    # pytest-xdist hands its workers the terminal's size as COLUMNS and LINES; the CLI's consoles
+    # would take it as fixed when created, where the tests give the width per invocation
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 TEST_LIFECYCLES = str(Path(__file__).resolve().parent / "lifecycles")
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 #: the test models every test engine offers by name (docs/api.md: models come from the operator)
@@ -33,10 +41,21 @@ TEST_MODELS = {
 
 
 def make_database(backend: str, tmp_path: Path) -> Database:
+    """An empty database (no tables; on PostgreSQL a schema name not yet created): for the tests
+    of schema creation and migrations. Others take ``database_at_head``."""
     if backend == "sqlite":
         return Database(f"sqlite:///{tmp_path / 'lsm.db'}")
     assert POSTGRES_URL is not None
     return Database(POSTGRES_URL, schema=f"t_{uuid.uuid4().hex[:16]}")
+
+
+def database_at_head(backend: str, tmp_path: Path) -> Database:
+    """A database with the schema at the newest revision, copied from a template
+    (``tests.template_db``); the caller drops a PostgreSQL schema and disposes of it."""
+    if backend == "sqlite":
+        return Database(sqlite_at_head(tmp_path / "lsm.db"))
+    assert POSTGRES_URL is not None
+    return postgres_at_head(POSTGRES_URL)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -47,8 +66,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def db(backend: str, tmp_path: Path) -> Iterator[Database]:
     """An empty database with the schema created, on each configured backend."""
-    database = make_database(backend, tmp_path)
-    database.create_schema()
+    database = database_at_head(backend, tmp_path)
     try:
         yield database
     finally:
@@ -99,3 +117,34 @@ def engine_factory(db: Database, tmp_path: Path) -> Iterator[Callable[..., ApiRu
 def engine(engine_factory: Callable[..., ApiRuntime]) -> ApiRuntime:
     """A started engine with the ``tests.models.things`` model in the default environment."""
     return engine_factory()
+
+
+#: tests marked ``slow`` here rather than in their modules, so the fast set (``-m "not slow"``)
+#: is defined in one place: each runs real processes, a browser, a property search over the
+#: API or waits on purpose. A node id starting with one of these is slow.
+SLOW = (
+    "tests/runtime/test_agent_faults.py",  # agent processes killed with SIGKILL
+    "tests/runtime/test_connection_loss.py",  # PostgreSQL connections cut under real processes
+    "tests/runtime/test_halt_processes.py",  # API, worker and agent processes
+    "tests/runtime/test_scale_out.py",  # several API and worker processes on one database
+    "tests/runtime/test_worker_imports.py",  # fresh interpreters
+    "tests/deploy/test_agent_processes.py",  # agent processes sharing the work
+    "tests/services/test_singleton.py",  # worker processes contending for the lease
+    "tests/console/test_browser.py",  # chromium
+    "tests/console/test_operations_browser.py",  # chromium
+    "tests/examples/",  # the examples end to end, the Linux network lab
+    "tests/handlers/test_netlab.py",  # network namespaces
+    "tests/discovery/test_jail_e2e.py",  # an agent process in its jail
+    "tests/api/test_openapi.py::test_every_answer_is_documented_and_never_a_server_error",  # schemathesis
+    "tests/api/test_events.py::test_a_compile_finished_by_another_process",  # a worker process
+    "tests/api/test_events.py::test_a_worker_in_another_process",  # a worker process
+    "tests/test_benchmarks_smoke.py",  # the benchmarks, small
+    "tests/test_cli_follow.py",  # a server process followed by the CLI
+    "tests/test_stdlib_selectors.py",  # fresh interpreters
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
@@ -30,6 +31,10 @@ ENTRY_POINT_GROUP = "lsm.lifecycles"
 
 PathLike = str | Path
 
+#: libyaml's safe loader when PyYAML was built with it (about an order of magnitude faster than
+#: the pure-Python one, which is most of an engine's start-up); the same documents either way
+SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def load_lifecycle_file(path: PathLike) -> LifecycleSpec:
     """Read and check one YAML lifecycle; any problem is a LifecycleInvalid naming the file."""
@@ -40,11 +45,20 @@ def load_lifecycle_file(path: PathLike) -> LifecycleSpec:
         raise LifecycleInvalid(
             f"{path}: cannot read lifecycle file: {exc.strerror or exc}", rule="file", file=str(path)
         ) from exc
+    return _parse_lifecycle(text, str(path))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_lifecycle(text: str, source: str) -> LifecycleSpec:
+    """Parse and check one file's text, once per (text, file name): a ``LifecycleSpec`` is frozen,
+    so every registry that reads the same file may share it (a process that builds many engines,
+    as the tests do, parses the bundled lifecycles once). A broken file is not cached: it raises
+    again on every read."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SafeLoader)
     except yaml.YAMLError as exc:
-        raise LifecycleInvalid(f"{path}: not valid YAML: {exc}", rule="yaml", file=str(path)) from exc
-    return LifecycleSpec.from_data(data, source=str(path))
+        raise LifecycleInvalid(f"{source}: not valid YAML: {exc}", rule="yaml", file=source) from exc
+    return LifecycleSpec.from_data(data, source=source)
 
 
 def yaml_files(path: PathLike) -> list[Path]:

@@ -103,7 +103,10 @@ class WebhookSender:
         self.policy = policy
         self.owner = owner
         self.clock = clock
-        self.http = httpx.Client(timeout=policy.timeout, follow_redirects=False, transport=transport)
+        self._transport = transport
+        self._http: httpx.Client | None = None
+        self._http_lock = threading.Lock()
+        self._closed = False
         self._lock = threading.Lock()
         self._sending = 0
         #: no look before this (``time.monotonic``): the last one found nothing pending
@@ -186,8 +189,24 @@ class WebhookSender:
 
         retry_transient(give_back, what="giving webhook deliveries back", logger=log)
 
+    @property
+    def http(self) -> httpx.Client:
+        """The HTTP client, made at the first delivery: making one loads the system's CA
+        certificates, a cost every process would pay at start though most never send a webhook."""
+        with self._http_lock:
+            if self._closed:
+                raise RuntimeError("the webhook sender is closed")
+            if self._http is None:
+                self._http = httpx.Client(
+                    timeout=self.policy.timeout, follow_redirects=False, transport=self._transport
+                )
+            return self._http
+
     def close(self) -> None:
-        self.http.close()
+        with self._http_lock:
+            self._closed = True
+            if self._http is not None:
+                self._http.close()
 
     def send(self, claimed: store.Claimed) -> store.Outcome:
         """POST ``claimed`` once and record the outcome (never raises for the receiver's errors)."""

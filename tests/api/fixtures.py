@@ -15,6 +15,7 @@ import pytest
 
 from lsm.runtime.wiring import ApiRuntime
 from lsm.testing import engine_for, served_url
+from tests.template_db import sqlite_at_head
 
 HERE = Path(__file__).parent
 MODEL = HERE / "netmodel.py"
@@ -22,7 +23,7 @@ LIFECYCLES = HERE / "lifecycles"
 
 
 def make_engine(tmp_path: Path, *, embedded_worker: bool = False) -> ApiRuntime:
-    database_url = f"sqlite:///{tmp_path / 'lsm.db'}"
+    database_url = sqlite_at_head(tmp_path / "lsm.db")
     return engine_for(MODEL, database_url, lifecycle_dirs=[LIFECYCLES], embedded_worker=embedded_worker)
 
 

@@ -163,6 +163,10 @@ class LosesFirstAnswer(httpx.BaseTransport):
                 raise httpx.RemoteProtocolError("connection closed mid-answer", request=request)
         return response
 
+    def close(self) -> None:
+        """The client closes its transport: the forwarding one closes its connections too."""
+        self.inner.close()
+
 
 def test_the_client_keeps_its_key_across_retries_and_gets_one_instance(
     served: tuple[ApiRuntime, httpx.Client],

@@ -22,7 +22,7 @@ from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.auth import AuthConfig
 from lsm.testing import served_url
 from tests.api.fixtures import LIFECYCLES, MODEL
-from tests.conftest import make_database
+from tests.conftest import database_at_head
 
 ROLES_IN_A = {"viewer": "viewer", "operator": "operator", "env_admin": "admin"}
 
@@ -44,7 +44,7 @@ class Secured:
 
 
 def make_secured(backend: str, tmp_path: Path, auth: AuthConfig | None = None) -> ApiRuntime:
-    database = make_database(backend, tmp_path)
+    database = database_at_head(backend, tmp_path)
     config = ServerConfig(
         database_url=database.url,
         model=str(MODEL),

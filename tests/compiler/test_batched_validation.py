@@ -18,7 +18,7 @@ from lsm.facade import RequestContext
 from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
-from tests.conftest import TEST_LIFECYCLES, make_database
+from tests.conftest import TEST_LIFECYCLES, database_at_head
 
 ROUTER_PORT = str(Path(__file__).resolve().parent.parent.parent / "examples" / "router_port")
 EXAMPLES_PER_TEST = int(os.environ.get("LSM_PROPERTY_EXAMPLES", "15"))
@@ -107,8 +107,7 @@ PLAN = st.lists(
 
 
 def _world(backend: str, directory: Path) -> tuple[ApiRuntime, Database]:
-    db = make_database(backend, directory)
-    db.create_schema()
+    db = database_at_head(backend, directory)
     config = ServerConfig(
         database_url=db.url, model=ROUTER_PORT, lifecycle_dirs=[TEST_LIFECYCLES], embedded_worker=False
     )

@@ -31,6 +31,7 @@ from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.auth import AuthConfig
 from lsm.testing import served_url
+from tests.template_db import sqlite_at_head
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -68,7 +69,7 @@ class ConsoleServer:
 def build_console_engine(tmp_path: Path, *, auth: bool) -> ApiRuntime:
     state_dir = tmp_path / "state"
     config = ServerConfig(
-        database_url=f"sqlite:///{tmp_path / 'lsm.db'}",
+        database_url=sqlite_at_head(tmp_path / "lsm.db"),
         model=MODEL,
         embedded_worker=True,
         embedded_agent=True,

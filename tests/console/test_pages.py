@@ -22,14 +22,14 @@ from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.auth import AuthConfig
 from lsm.testing import served_url
 from tests.api.fixtures import LIFECYCLES, MODEL
-from tests.conftest import make_database
+from tests.conftest import database_at_head
 
 LOCAL = RequestContext.local()
 BASE = "http://127.0.0.1"
 
 
 def _engine(backend: str, tmp_path: Path, *, auth: bool) -> ApiRuntime:
-    database = make_database(backend, tmp_path)
+    database = database_at_head(backend, tmp_path)
     config = ServerConfig(
         database_url=database.url,
         model=str(MODEL),
