@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-from lsm.inventory.database import Database, normalize_url
+from lsm.store.database import Database, normalize_url
 
 
 def backend_name(database_url: str | None) -> str:

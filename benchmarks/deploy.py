@@ -42,10 +42,10 @@ from lsm.deploy.agent import AgentService
 from lsm.deploy.batches import DeployWork
 from lsm.deploy.jail import Jail
 from lsm.desired_state.records import ExportRequest, ResourceRecord
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
+from lsm.store.deploy.tables import lsm_resource_state
 
 MODEL = Path(__file__).resolve().parent / "deploy_model.py"
 

@@ -4,7 +4,7 @@ Why: ``GET /api/v1/resources`` pages, ``GET /api/v1/deploy`` (polled by ``lsm de
 an instance's ``deployment_progress`` and ``POST /api/v1/deploy`` must cost the page, the
 instance or the rows they change, never the size of the environment. This seeds
 ``--resources`` state rows (and as many in a second environment, so that nothing may scan
-across environments), then times each query of ``lsm.inventory.deploy_queries`` ``--repeat``
+across environments), then times each query of ``lsm.store.deploy.queries`` ``--repeat``
 times and prints the median and p95 in milliseconds as JSON. Nothing here is asserted: the
 smoke test (tests/test_deploy_reads_bench.py) only checks that it runs.
 
@@ -27,10 +27,10 @@ from sqlalchemy import insert, text
 from benchmarks.backend import backend_name, fresh_database
 from benchmarks.report import emit
 from benchmarks.stats import timed_ms
-from lsm.inventory import deploy_queries as q
-from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_state
-from lsm.inventory.tables import InstanceResourcesRow
 from lsm.schemas.deploy import ResourceStatus
+from lsm.store.deploy import queries as q
+from lsm.store.deploy.tables import lsm_deploy_head, lsm_resource_state
+from lsm.store.tables import InstanceResourcesRow
 
 ENV = "b" * 36
 OTHER = "c" * 36

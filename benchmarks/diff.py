@@ -26,8 +26,8 @@ from benchmarks.backend import backend_name, fresh_database
 from benchmarks.report import emit
 from benchmarks.stats import timed_ms
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
-from lsm.inventory.database import Database
-from lsm.inventory.tables import EnvironmentRow
+from lsm.store.database import Database
+from lsm.store.tables import EnvironmentRow
 
 
 def _environment(db: Database) -> str:

@@ -31,10 +31,10 @@ from sqlmodel import col
 from benchmarks.backend import backend_name, fresh_database
 from benchmarks.report import emit
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import EventRow, InstanceRow
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import WorkerProcessing, build_api
+from lsm.store.database import Database
+from lsm.store.tables import EventRow, InstanceRow
 
 MODEL = str(Path(__file__).with_name("deploy_model.py"))
 LOCAL = RequestContext.local()

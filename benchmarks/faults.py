@@ -53,10 +53,10 @@ from benchmarks.backend import backend_name, fresh_database_url
 from benchmarks.harness import BenchmarkError
 from benchmarks.load import INVENTORY
 from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_leases import PROCESS_PREFIX
-from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
-from lsm.inventory.tables import InstanceRow, LeaseRow
+from lsm.store.database import Database
+from lsm.store.deploy.leases import PROCESS_PREFIX
+from lsm.store.deploy.tables import lsm_deploy_feedback, lsm_resource_state
+from lsm.store.tables import InstanceRow, LeaseRow
 
 MODEL = Path(__file__).resolve().parent / "deploy_model.py"
 ENTITY = "nothing"

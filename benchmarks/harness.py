@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
+from lsm.store.tables import InstanceRow
 
 REPO = Path(__file__).resolve().parent.parent
 #: the model every scenario runs: one resource set per network, one shared resource

@@ -4,7 +4,7 @@ Why: Prometheus scrapes every 15-60 s for ever, so a scrape must stay cheap at 1
 and must not grow with the compile history or the action log (docs/architecture.md §10). For
 each size this seeds that many instances (over 5 entities and 4 states), as many resource
 state rows, as many finished compiles (history a scrape must not read), 50 queued compile
-requests, counter rows and agent leases, then times ``lsm.inventory.metrics.snapshot`` and
+requests, counter rows and agent leases, then times ``lsm.store.metrics.snapshot`` and
 the whole exposition (snapshot + text) ``--repeat`` times: median and p95 in milliseconds, as
 JSON. Nothing here is asserted; tests/test_benchmarks_smoke.py only checks that it runs.
 
@@ -29,11 +29,11 @@ from benchmarks.backend import backend_name, fresh_database
 from benchmarks.report import emit
 from benchmarks.stats import timed_ms
 from lsm.facade.metrics import SnapshotCollector
-from lsm.inventory import metric_counters
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_tables import lsm_resource_state
-from lsm.inventory.metrics import snapshot
-from lsm.inventory.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseRow
+from lsm.store import metric_counters
+from lsm.store.database import Database
+from lsm.store.deploy.tables import lsm_resource_state
+from lsm.store.metrics import snapshot
+from lsm.store.tables import CompileRow, EnvironmentRow, InstanceRow, LeaseRow
 
 ENV = "e" * 36
 ENTITIES = ("router", "port", "tunnel", "vlan", "site")

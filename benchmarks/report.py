@@ -24,7 +24,7 @@ import sqlalchemy
 from sqlalchemy import text
 
 from benchmarks.harness import REPO
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 
 RESULTS = REPO / "benchmarks" / "results"
 

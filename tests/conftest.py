@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
 from tests.template_db import postgres_at_head, sqlite_at_head
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")

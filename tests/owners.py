@@ -1,5 +1,5 @@
 """Owner names of claims held by processes that are gone: how tests stand in for a worker killed
-with kill -9 (``lsm.inventory.leases.owner_gone`` checks the process of an owner on this host)."""
+with kill -9 (``lsm.store.leases.owner_gone`` checks the process of an owner on this host)."""
 
 from __future__ import annotations
 

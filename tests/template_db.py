@@ -27,7 +27,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 
 #: the statements of a schema build that make something; the rest are its look-ups
 _MAKING = ("CREATE", "ALTER", "DROP", "INSERT", "COMMENT")

@@ -18,8 +18,8 @@ from typer.testing import CliRunner, Result
 
 from lsm.cli import app
 from lsm.desired_state import ExportRequest, ResourceRecord
-from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy.tables import lsm_resource_state
 from lsm.testing import served_url
 from tests.deploy import filemodel
 from tests.deploy.seed import rid, seed_actions, seed_desired, seed_instance, seed_states, state

@@ -22,8 +22,8 @@ from lsm.api.access import route_table
 from lsm.api.app import ROUTERS
 from lsm.api.console import CONSOLE_ROUTERS
 from lsm.client import Client
-from lsm.inventory.settings import EnvironmentSettings
 from lsm.runtime.config import ServerConfig
+from lsm.store.environments.settings import EnvironmentSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "coming-from-inmanta.md"

@@ -66,14 +66,14 @@ def test_the_tree_keeps_every_contract(tree: Path) -> None:
 
 #: (module planted in the copy, its import, the id of the contract it breaks)
 PLANTS = [
-    ("lsm/inventory/planted.py", "import lsm.api", "layers"),  # up the layers
+    ("lsm/store/planted.py", "import lsm.api", "layers"),  # up the layers
     ("lsm/compiler/planted.py", "import lsm.deploy.agent", "layers"),  # between independent siblings
     ("lsm/facade/planted.py", "import lsm.services.loop", "layers"),  # the cycle this layering broke
     ("lsm/graph/planted.py", "import lsm.lifecycle.machine", "no-package-cycles"),  # within a layer
     ("lsm/catalog/planted.py", "from lsm import ServiceEntity", "no-root-import"),
-    ("lsm/client/planted.py", "import lsm.inventory", "client"),
+    ("lsm/client/planted.py", "import lsm.store", "client"),
     ("lsm/selection/planted.py", "import lsm_selectors", "core-without-plugins"),
-    ("handlers/lsm_handlers/planted.py", "import lsm.inventory", "plugins-use-public-api"),
+    ("handlers/lsm_handlers/planted.py", "import lsm.store", "plugins-use-public-api"),
     ("handlers/lsm_handlers/planted.py", "import lsm.deploy.agent", "plugins-use-public-api"),
     ("selectors/lsm_selectors/planted.py", "import lsm_handlers", "plugins-apart"),
 ]

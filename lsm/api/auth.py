@@ -73,7 +73,7 @@ class Authenticator:
 
     def open_session(self, credential: str) -> str:
         """Sign in to the console with ``credential`` (checked like a bearer one): a new
-        session's id (``lsm.inventory.sessions``); ``Unauthenticated`` for a bad credential."""
+        session's id (``lsm.store.auth.sessions``); ``Unauthenticated`` for a bad credential."""
         principal = self.principal(credential or None)
         return self.tokens.open_session(principal, self.config.session_lifetime)
 

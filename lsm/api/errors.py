@@ -7,7 +7,7 @@ method), or a bug. The client turns the body back into the same ``lsm.errors`` c
 ``kind`` strings here must be the ones of ``lsm.errors`` wherever one fits.
 
 A request that meets the database at a bad moment (a lost connection, a server restarting, a
-deadlock victim: ``lsm.inventory.transient``) is answered 503 ``unavailable`` with a
+deadlock victim: ``lsm.store.transient``) is answered 503 ``unavailable`` with a
 ``Retry-After`` header, never a 500: the request was fine and its retry is the remedy.
 
 What it must not do: leak a traceback or internal detail of an unexpected exception into the
@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsm.api.disclosure import printable_errors, redact, shows_details
 from lsm.errors import InvalidInput, LsmError, NotFound, Unavailable
-from lsm.inventory.transient import RETRY_AFTER_S, describe, is_transient
+from lsm.store.transient import RETRY_AFTER_S, describe, is_transient
 
 logger = logging.getLogger("lsm.api")
 
@@ -70,7 +70,7 @@ def _lsm_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _unavailable(scope: Scope, exc: BaseException) -> Unavailable:
-    """The answer to a request that met a transient database error (``lsm.inventory.transient``):
+    """The answer to a request that met a transient database error (``lsm.store.transient``):
     a 503 the caller retries, logged as one line (an operational event, not a bug)."""
     logger.warning(
         "%s %s met the database at a bad moment (%s): answered 503",

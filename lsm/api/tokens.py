@@ -1,6 +1,6 @@
 """``/api/v1/tokens``: API tokens, created, listed and revoked by an admin over every environment.
 
-The secret is in the answer of the creation only: it is stored hashed (``lsm.inventory.tokens``).
+The secret is in the answer of the creation only: it is stored hashed (``lsm.store.auth.tokens``).
 """
 
 from __future__ import annotations

@@ -71,9 +71,10 @@ def token_create(
         )
     from datetime import UTC, datetime, timedelta
 
-    from lsm.inventory import audit, tokens
-    from lsm.inventory.database import Database
     from lsm.runtime.config import load_config
+    from lsm.store import audit
+    from lsm.store.auth import tokens
+    from lsm.store.database import Database
 
     with errors_reported():
         settings = load_config(config, database_url=database)

@@ -10,7 +10,7 @@ deploy ever comes, and without this the instance would wait for ever with a sile
 request as failed (``CompileQueue.finish``, and the take-over of a request whose worker died
 too often), so every cause of failure reaches it and no crash can separate the compile's
 record from the instances' steps. It finds the instances that waited (those whose desired
-state has no exported record: ``lsm.inventory.export_failures``) among what the batch asked
+state has no exported record: ``lsm.store.compiles.export_failures``) among what the batch asked
 for, and hands each an ``ExportFailed`` through the orchestrator, the one place that changes
 state (in bulk: ``Orchestrator.fail_exports``): the lifecycle's ``export_failed`` transfer
 fires, or the failure is only logged in a state without one. It also counts the failure for ``/metrics``.
@@ -31,14 +31,14 @@ from sqlmodel import Session
 
 from lsm.compiler.queue import Batch
 from lsm.gc_pause import gc_paused
-from lsm.inventory import metric_counters
-from lsm.inventory.export_failures import Waiting, entity_lifecycles, waiting_on_export
-from lsm.inventory.settings import parse_settings
 from lsm.lifecycle import LifecycleRegistry
 from lsm.model.loader import Model
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.orchestration.export_failed import lifecycle_name
 from lsm.schemas.compiles import CompileKind
+from lsm.store import metric_counters
+from lsm.store.compiles.export_failures import Waiting, entity_lifecycles, waiting_on_export
+from lsm.store.environments.settings import parse_settings
 
 log = logging.getLogger(__name__)
 

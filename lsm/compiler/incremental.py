@@ -14,7 +14,7 @@ when it was compiled refines into the resources stored for it, so it may be kept
   delete, validation allocation), so "changed" is: a live exporting instance whose pair
   differs from its record or has none (new), or a record whose instance is gone, deleted, or
   moved on. Comparing all rows grows with the inventory, so only the instances with a
-  change marker are compared (``lsm.inventory.instance_changes``: a database trigger marks
+  change marker are compared (``lsm.store.instances.changes``: a database trigger marks
   every written instance row, whoever writes it; a full compile removes the markers it leaves
   in sync). The changed instances, and the recorded roots of the gone ones, are handed to the
   environment's selector exactly as a partial compile of them would be: it picks whole trees
@@ -62,9 +62,10 @@ from sqlalchemy.orm import Session
 
 from lsm.desired_state import ExportRequest
 from lsm.desired_state.records import VersionInfo, canonical_json
-from lsm.inventory import compile_records, instance_reads
 from lsm.model.context import InstanceDict
 from lsm.orchestration import EnvironmentContext
+from lsm.store.compiles import records as compile_records
+from lsm.store.instances import reads as instance_reads
 
 #: (model, selector, lifecycle specs) -> fingerprint; the objects are kept, so ids stay theirs
 _FINGERPRINTS: dict[
@@ -143,7 +144,7 @@ class Changes:
     #: recorded tree roots whose root instance is no longer in the inventory at all
     gone_roots: list[str] = field(default_factory=list)
     changed_instances: int = 0
-    #: the change markers read: instance id -> marker version (``lsm.inventory.instance_changes``)
+    #: the change markers read: instance id -> marker version (``lsm.store.instances.changes``)
     seen: dict[str, int] = field(default_factory=dict)
     #: per marked instance: its live ``(version, state)`` if it is live and exporting, else None
     live: dict[str, Pair | None] = field(default_factory=dict)
@@ -164,7 +165,7 @@ def find_changes(session: Session, ctx: EnvironmentContext) -> Changes:
     ids = sorted(seen)
     exporting = {b.name: {s.name for s in ctx.lifecycle(b).states if s.export_resources} for b in ctx.catalog}
     live: dict[str, Pair | None] = dict.fromkeys(ids)
-    # by id alone, the environment checked on the rows (``instance_reads.rows_by_id`` says why)
+    # by id alone, the environment checked on the rows (``lsm.store.instances.reads.rows_by_id`` says why)
     rows = instance_reads.export_states(conn, ctx.env_id, ids)
     for iid, (entity, state, version, deleted) in rows.items():
         if not deleted and state in exporting.get(entity, ()):

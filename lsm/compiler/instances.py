@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from lsm.inventory.tables import InstanceRow
 from lsm.selection import InstanceRecord
+from lsm.store.tables import InstanceRow
 
 InstanceDict = dict[str, Any]
 

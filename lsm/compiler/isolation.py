@@ -50,10 +50,10 @@ from typing import Any
 
 from lsm.compiler.isolated_child import DUMP_SIGNAL, Job, serve
 from lsm.errors import CompileCrashed, CompileMemoryLimit, CompileTimeout, LsmError
-from lsm.inventory.settings import EnvironmentSettings
 from lsm.model import RefineResult, refine
 from lsm.model.context import InstanceDict
 from lsm.model.loader import Model, loadable
+from lsm.store.environments.settings import EnvironmentSettings
 
 MIB = 1024 * 1024
 #: a process that died mid-job: the job is sent this many times in all before it fails

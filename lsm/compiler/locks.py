@@ -9,7 +9,7 @@ look as if the validations had run one after the other.
 PostgreSQL gives both with session-level advisory locks held on a dedicated connection for
 the compile's duration; a worker that dies releases them with its connection. SQLite has one
 worker process (``lsm.services.singleton``), where thread locks are the same guarantee. The
-statements are in ``lsm.inventory.advisory_locks``.
+statements are in ``lsm.store.advisory_locks``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from sqlalchemy import Connection
 
-from lsm.inventory.advisory_locks import advisory_key, try_advisory_sets, unlock_advisory
-from lsm.inventory.database import Database
+from lsm.store.advisory_locks import advisory_key, try_advisory_sets, unlock_advisory
+from lsm.store.database import Database
 
 
 class Held:

@@ -2,7 +2,7 @@
 
 Why rows: a compile request is committed in the same transaction as the state change that
 caused it (``lsm.orchestration``), so a crash can lose neither. The SQL is in
-``lsm.inventory.compile_queue``; this module is the policy.
+``lsm.store.compiles.queue``; this module is the policy.
 
 Two queues in one table, so that neither kind waits behind the other:
 
@@ -20,7 +20,7 @@ Two queues in one table, so that neither kind waits behind the other:
   selections do not overlap as one compile. A validation whose lease expired (its worker died
   or hung) is taken over.
 
-Nothing is claimed for a halted environment (``lsm.inventory.halts``): each claim reads the halt
+Nothing is claimed for a halted environment (``lsm.store.environments.halts``): each claim reads the halt
 by key in its own transaction, so its requests stay queued, in order, until the resume.
 
 Every claim writes a lease (``lease_owner``, a token per claim, and ``lease_expires``) that the
@@ -39,12 +39,13 @@ from typing import Any
 
 from sqlmodel import Session
 
-from lsm.inventory import compile_queue as sql
-from lsm.inventory import halts, metric_counters
-from lsm.inventory.batches import aware
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind, CompileStatus
+from lsm.store import metric_counters
+from lsm.store.batches import aware
+from lsm.store.compiles import queue as sql
+from lsm.store.database import Database
+from lsm.store.environments import halts
+from lsm.store.tables import CompileRow, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,6 @@ from lsm.compiler.validation import ValidationBatches
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
 from lsm.errors import LsmError
 from lsm.gc_pause import gc_paused
-from lsm.inventory import compile_records, instance_reads
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow
-from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
@@ -46,6 +42,11 @@ from lsm.selection import BaseSelector, InstanceRecord, InventoryView
 from lsm.selection import select as run_selection
 from lsm.selection.diagnostics import explain_selection
 from lsm.selection.specs import build_spec
+from lsm.store.compiles import records as compile_records
+from lsm.store.database import Database
+from lsm.store.instances import reads as instance_reads
+from lsm.store.tables import CompileRow
+from lsm.store.transient import caused_by_transient
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from lsm.compiler.locks import EnvironmentLocks, Held, SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue, LeaseLost
 from lsm.compiler.runner import CompileRunner
 from lsm.errors import TimeLimitExceeded
-from lsm.inventory.compile_queue import Pending
-from lsm.inventory.settings import EnvironmentSettings
-from lsm.inventory.transient import caused_by_transient, is_transient, log_failure, retry_transient
 from lsm.orchestration import EnvironmentContext
+from lsm.store.compiles.queue import Pending
+from lsm.store.environments.settings import EnvironmentSettings
+from lsm.store.transient import caused_by_transient, is_transient, log_failure, retry_transient
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from collections.abc import Collection, Iterable, Mapping
 from sqlalchemy.orm import Session
 
 from lsm.desired_state import ResourceRecord, resource_set_hash
-from lsm.inventory import compile_records
 from lsm.model import RefineResult
+from lsm.store.compiles import records as compile_records
 
 
 class SharedConflict(Exception):

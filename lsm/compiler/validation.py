@@ -35,18 +35,18 @@ from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
-from lsm.inventory import instance_reads
-from lsm.inventory.batches import aware
-from lsm.inventory.compile_queue import open_validations_since
-from lsm.inventory.compile_requests import ValidationParams, validation_params
-from lsm.inventory.database import Database
-from lsm.inventory.transient import caused_by_transient
 from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
 from lsm.selection import BaseSelector, InstanceRecord, InventoryView, run_selector
 from lsm.selection.ownership import prefetch_trees
+from lsm.store.batches import aware
+from lsm.store.compiles.queue import open_validations_since
+from lsm.store.compiles.requests import ValidationParams, validation_params
+from lsm.store.database import Database
+from lsm.store.instances import reads as instance_reads
+from lsm.store.transient import caused_by_transient
 
 SelectorFactory = Callable[[EnvironmentContext, InventoryView], BaseSelector]
 

@@ -37,10 +37,10 @@ from lsm.deploy.names import AgentNames
 from lsm.deploy.planner import Planner, Planning
 from lsm.deploy.recovery import Recovery, RecoveryPasses
 from lsm.deploy.repairs import Repairs
-from lsm.inventory.database import Database
-from lsm.inventory.tables import utcnow
-from lsm.inventory.transient import log_failure
 from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.store.database import Database
+from lsm.store.tables import utcnow
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

@@ -41,14 +41,16 @@ from lsm.deploy.jail import Jail
 from lsm.deploy.metaparams import Semaphores
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import record_discovery
-from lsm.inventory import deploy_claims, deploy_feedback, deploy_results
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_claiming import Claimed
-from lsm.inventory.deploy_results import Result
-from lsm.inventory.transient import log_failure
 from lsm.model.loader import Model
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.deploy import FINAL_STATUSES
+from lsm.store.database import Database
+from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import feedback as deploy_feedback
+from lsm.store.deploy import results as deploy_results
+from lsm.store.deploy.claiming import Claimed
+from lsm.store.deploy.results import Result
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ Why a claim is only a claim: planning new versions (``lsm.deploy.planner.Plannin
 what a dead holder left (``lsm.deploy.recovery.RecoveryPasses``) and the periodic repair
 (``lsm.deploy.repairs``) are work and timers of their own; a claim finds the names with open
 work, takes its share of them (``lsm.deploy.names``) and claims a batch of READY resources of
-held names in one transaction (``lsm.inventory.deploy_claiming.claim``; blocked ones are marked
+held names in one transaction (``lsm.store.deploy.claiming.claim``; blocked ones are marked
 ``skipped``). Names of a halted environment and paused names are left out, and asked again in
-the claim's transaction (``lsm.inventory.halts``): a halt or pause stops new claims at once.
+the claim's transaction (``lsm.store.environments.halts``): a halt or pause stops new claims at once.
 Environments take turns, so one with a long backlog does not starve the others.
 """
 
@@ -20,9 +20,13 @@ from typing import Any
 
 from lsm.deploy.batches import BatchRunner, DeployWork
 from lsm.deploy.names import AgentNames, Name, by_environment
-from lsm.inventory import deploy_claiming, deploy_claims, deploy_names, deploy_queries, halts
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_plan import affected_sets
+from lsm.store.database import Database
+from lsm.store.deploy import claiming as deploy_claiming
+from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import names as deploy_names
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.plan import affected_sets
+from lsm.store.environments import halts
 
 
 class Claiming:

@@ -31,9 +31,9 @@ from lsm.deploy.jail import Jail
 from lsm.deploy.materialize import run_handler
 from lsm.deploy.registry import HandlerRegistry
 from lsm.desired_state import DesiredStateStore, ResourceRecord
-from lsm.inventory import deploy_queries
-from lsm.inventory.database import Database
 from lsm.schemas.deploy import ActionKind, ChangeOut, DeployResult, DryRunItem, ResourceStatus
+from lsm.store.database import Database
+from lsm.store.deploy import queries as deploy_queries
 
 #: where handlers keep their files when the server names no state directory
 DEFAULT_STATE_DIR = "lsm-state"

@@ -44,11 +44,11 @@ from lsm.deploy.materialize import run_handler
 from lsm.deploy.metaparams import LATEST, Bucket, Semaphores, after_failure, take_token
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery.results import check_discovery_output
-from lsm.inventory.deploy_claiming import Claimed
-from lsm.inventory.deploy_plan import desired_hash
-from lsm.inventory.deploy_results import Result
 from lsm.model.meta import DEFAULT_META, Meta, MetaError, meta_of
 from lsm.schemas.deploy import ResourceStatus
+from lsm.store.deploy.claiming import Claimed
+from lsm.store.deploy.plan import desired_hash
+from lsm.store.deploy.results import Result
 
 #: handler actions that change the target (with noop: reported, not applied)
 CHANGING = frozenset({"create", "update", "delete"})

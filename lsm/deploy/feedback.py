@@ -27,12 +27,12 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from lsm.errors import LsmError
-from lsm.inventory import deploy_feedback
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_feedback import InstanceDeploy
 from lsm.orchestration import EnvironmentContext, Orchestrator, apply_resource_outcomes
 from lsm.orchestration.commands import ResourceOutcome
 from lsm.schemas.deploy import FINAL_STATUSES, ResourceStatus
+from lsm.store.database import Database
+from lsm.store.deploy import feedback as deploy_feedback
+from lsm.store.deploy.feedback import InstanceDeploy
 
 log = logging.getLogger(__name__)
 

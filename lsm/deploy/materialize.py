@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from lsm.deploy.handler import Handler, HandlerContext, call
 from lsm.deploy.registry import HandlerRegistry
 from lsm.errors import ConfigurationError
-from lsm.inventory.deploy_tables import resource_type_of
 from lsm.model.meta import DEFAULT_META, Meta, meta_of
+from lsm.store.deploy.tables import resource_type_of
 
 
 class StoredResource:

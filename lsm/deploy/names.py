@@ -1,7 +1,7 @@
 """``AgentNames``: the agent names this process holds, through leases, and its fair share of them.
 
 Why leases: each resource names its agent, and an agent name of an environment is deployed by
-one process at a time, through the lease ``agent:<env_id>:<agent>`` (``lsm.inventory.deploy_leases``).
+one process at a time, through the lease ``agent:<env_id>:<agent>`` (``lsm.store.deploy.leases``).
 A process takes free names that have open work, up to a fair share (``ceil(names / live agent
 processes)``, counted by the presence leases ``agent-process:<owner>``), and gives back names
 above its share, so several ``lsm agent`` processes on PostgreSQL share the names. Which free
@@ -25,11 +25,12 @@ from datetime import datetime
 from typing import Any
 
 from lsm.deploy.recovery import Recovery
-from lsm.inventory import deploy_claims, deploy_names
-from lsm.inventory import leases as lease_sql
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_leases import lease_name, process_lease_name
-from lsm.inventory.transient import log_failure
+from lsm.store import leases as lease_sql
+from lsm.store.database import Database
+from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import names as deploy_names
+from lsm.store.deploy.leases import lease_name, process_lease_name
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

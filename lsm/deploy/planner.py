@@ -1,6 +1,6 @@
 """``Planner``: turn new desired-state versions into resource-state rows, then let instances move on.
 
-Why a cursor per environment and not a diff of versions: ``lsm.inventory.deploy_plan`` reads only
+Why a cursor per environment and not a diff of versions: ``lsm.store.deploy.plan`` reads only
 the rows written or closed since the last planned version, in one write transaction that locks
 the environment's ``lsm_deploy_head`` row (on SQLite the write transaction is exclusive), so a
 version that changes one set of a 100,000-set base costs one set's rows, and two agents never
@@ -25,11 +25,12 @@ from functools import partial
 
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.work import Job
-from lsm.inventory import deploy_feedback, deploy_plan
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_plan import PlanResult
-from lsm.inventory.tables import utcnow
-from lsm.inventory.transient import log_failure
+from lsm.store.database import Database
+from lsm.store.deploy import feedback as deploy_feedback
+from lsm.store.deploy import plan as deploy_plan
+from lsm.store.deploy.plan import PlanResult
+from lsm.store.tables import utcnow
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

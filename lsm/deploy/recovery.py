@@ -32,11 +32,12 @@ from datetime import datetime, timedelta
 
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.work import Job
-from lsm.inventory import deploy_claims, deploy_feedback
-from lsm.inventory import leases as lease_sql
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_leases import process_lease_name
-from lsm.inventory.transient import log_failure
+from lsm.store import leases as lease_sql
+from lsm.store.database import Database
+from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import feedback as deploy_feedback
+from lsm.store.deploy.leases import process_lease_name
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Why a piece of its own, run on the agent's heartbeat and not by its keepalive or
 repair is a timer over every environment the planner has seen, not a lease to renew nor a batch
 to take. When an environment's interval has passed, its deployed rows become ``pending`` and are
 re-read (drift fixed) by the agents' next claims. The tick is stored and locked
-(``lsm.inventory.deploy_repair``), so several agent processes fire one repair per interval.
+(``lsm.store.deploy.repair``), so several agent processes fire one repair per interval.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from lsm.inventory import deploy_names, deploy_repair
-from lsm.inventory.database import Database
-from lsm.inventory.transient import log_failure
 from lsm.orchestration import EnvironmentContext
+from lsm.store.database import Database
+from lsm.store.deploy import names as deploy_names
+from lsm.store.deploy import repair as deploy_repair
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

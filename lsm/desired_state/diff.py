@@ -2,7 +2,7 @@
 
 Why it reads so little: sets that did not change between two versions are the same stored
 revision (copy-on-write), so only the revisions written or closed between them are read
-(``lsm.inventory.desired_state_diff``), and only those sets' resources are compared. The cost
+(``lsm.store.desired_state.diff``), and only those sets' resources are compared. The cost
 is the sets that changed, whatever the size of the versions.
 
 A set rewritten with the same content (changed, then changed back) has another revision but
@@ -27,7 +27,7 @@ from typing import Literal
 from sqlalchemy import Connection
 
 from lsm.desired_state.records import ResourceRecord, canonical_json
-from lsm.inventory.desired_state_diff import (
+from lsm.store.desired_state.diff import (
     SHARED_SET,
     ResourceRow,
     revisions_between,

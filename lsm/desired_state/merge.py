@@ -37,8 +37,8 @@ from lsm.desired_state.records import (
     encoded_set_hash,
 )
 from lsm.errors import ExportRuleViolation, InvalidInput, InvalidMetaparameter
-from lsm.inventory.desired_state_rows import SharedEdge, StoredResource, StoredRevision
 from lsm.model.meta import MetaError, meta_of
+from lsm.store.desired_state.rows import SharedEdge, StoredResource, StoredRevision
 
 #: Storage name of the shared set (``ds_resource.set_name``); messages say ``shared``.
 SHARED = ""

@@ -1,6 +1,6 @@
 """The desired-state store: versions made of copy-on-write resource sets.
 
-Why it looks like this (see ``lsm.inventory.desired_state_tables`` for the tables): a version
+Why it looks like this (see ``lsm.store.desired_state.tables`` for the tables): a version
 is never copied. Each set revision and each resource row is valid for an interval of versions,
 so an export closes the rows of the sets it replaces or deletes and inserts the new ones, and
 writes nothing for the rest. A partial export only runs queries keyed by its own set names and
@@ -44,9 +44,9 @@ from lsm.desired_state.records import (
 )
 from lsm.errors import InvalidInput, LsmError, UnknownVersion
 from lsm.gc_pause import gc_paused
-from lsm.inventory import desired_state_statements as sql
-from lsm.inventory import desired_state_versions as versions
-from lsm.inventory.database import Database
+from lsm.store.database import Database
+from lsm.store.desired_state import statements as sql
+from lsm.store.desired_state import versions as versions
 
 
 class DesiredStateStore:

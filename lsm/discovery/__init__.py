@@ -3,7 +3,7 @@
 * ``results``: ``record_discovery`` (the agent calls it after a discovery handler ran) and
   ``check_discovery_output`` (the same validation, without a transaction);
 * the handler API itself is ``lsm.deploy.handler.DiscoveryHandler``; the SQL is in
-  ``lsm.inventory.discovery_store``; adoption is declared in the model (``lsm.model.adoption``)
+  ``lsm.store.discovery.statements``; adoption is declared in the model (``lsm.model.adoption``)
   and carried out through the orchestration (``Create(..., adopts=...)``) by the facade.
 """
 

@@ -25,8 +25,8 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from lsm.errors import InvalidDiscoveryOutput, InvalidInput
-from lsm.inventory.discovery_store import FoundRow, replace_found
 from lsm.model.resource_id import parse_resource_id
+from lsm.store.discovery.statements import FoundRow, replace_found
 
 #: the most resources one run may report (one transaction must stay a reasonable size)
 MAX_FOUND = 100_000

@@ -1,7 +1,7 @@
 """API tokens and the audit trail, as the API serves them; and who a bearer token is.
 
-Why here: tokens and audit lines are rows like any other (``lsm.inventory.tokens``,
-``lsm.inventory.audit``); the facade turns environment names into ids, writes the audit line
+Why here: tokens and audit lines are rows like any other (``lsm.store.auth.tokens``,
+``lsm.store.audit``); the facade turns environment names into ids, writes the audit line
 of a token change in the transaction of the change, and leaves out of the audit trail what the
 caller may not see. Checking JWTs is the API's business (``lsm.api.auth``): they never touch
 the database.
@@ -16,11 +16,12 @@ from datetime import UTC, datetime, timedelta
 from lsm.errors import InvalidInput, NotFound
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import audit, sessions, tokens
-from lsm.inventory import repository as repo
-from lsm.inventory.audit import AuditFilter
-from lsm.inventory.auth_tables import TokenRow
 from lsm.schemas.auth import ALL_ENVIRONMENTS, DEFAULT_TOKEN_LIFETIME, AuditOut, Role, TokenCreated, TokenOut
+from lsm.store import audit
+from lsm.store.audit import AuditFilter
+from lsm.store.auth import sessions, tokens
+from lsm.store.auth.tables import TokenRow
+from lsm.store.instances import repository as repo
 
 
 def utc_now() -> datetime:
@@ -150,7 +151,7 @@ class TokensFacade:
                 return None
             return _token_principal(row)
 
-    # -- console sessions (lsm.inventory.sessions) ------------------------------------------------
+    # -- console sessions (lsm.store.auth.sessions) ------------------------------------------------
     def open_session(self, principal: Principal, lifetime: float) -> str:
         """A console session for ``principal`` (checked by the caller), ending after ``lifetime``
         seconds or with its credential; its id, for the cookie."""

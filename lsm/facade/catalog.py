@@ -6,8 +6,8 @@ from typing import Any
 
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import repository as repo
 from lsm.schemas.catalog import EntityOut, LifecycleOut
+from lsm.store.instances import repository as repo
 
 
 class CatalogFacade:

@@ -1,6 +1,6 @@
 """Compile requests and reports, as the API serves them.
 
-The request itself is written by ``lsm.inventory.compile_requests.enqueue`` (the one writer of
+The request itself is written by ``lsm.store.compiles.requests.enqueue`` (the one writer of
 compile rows), with the caller's actor and request id; the compile processing is woken through
 the orchestrator's listeners.
 """
@@ -15,13 +15,13 @@ from lsm.errors import Conflict, InvalidInput, UnknownInstance
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import compile_out
-from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import CompileOrder, enqueue
-from lsm.inventory.export_failures import followers, retry_order
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT, CompileOut
 from lsm.schemas.compiles import CompileKind, CompileStatus
 from lsm.selection import available_selectors
 from lsm.selection.specs import parameters_of, validate_spec
+from lsm.store.compiles.export_failures import followers, retry_order
+from lsm.store.compiles.requests import CompileOrder, enqueue
+from lsm.store.instances import repository as repo
 
 FINISHED = (CompileStatus.SUCCESS.value, CompileStatus.FAILED.value)
 

@@ -13,11 +13,11 @@ from typing import Any, Protocol
 
 from lsm.desired_state import DesiredStateStore
 from lsm.facade.signal import ChangeSignal
-from lsm.inventory.database import Database
-from lsm.inventory.settings import EnvironmentSettings
-from lsm.inventory.tables import EnvironmentRow
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
+from lsm.store.database import Database
+from lsm.store.environments.settings import EnvironmentSettings
+from lsm.store.tables import EnvironmentRow
 
 
 class EnvironmentContexts(Protocol):

@@ -1,7 +1,7 @@
 """Resources and their deploy: list and read them, their action log, and ``deploy`` (run or dry run).
 
 The deploy engine's agents write the deploy tables; this facade reads them
-(``lsm.inventory.deploy_queries``) and makes the one change an operator asks for: failed and
+(``lsm.store.deploy.queries``) and makes the one change an operator asks for: failed and
 skipped resources (with ``repair``: every resource) back to ``pending``, then ``wake`` the
 agents. ``wake(env_id)`` is a hook the composition root gives (``lsm.runtime.wiring``): agents in
 this process look at once; agents of other processes are woken by ``NOTIFY`` on PostgreSQL.
@@ -19,7 +19,6 @@ from lsm.deploy.jail import Jail
 from lsm.errors import InvalidInput, UnknownResource
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import deploy_queries as queries
 from lsm.schemas.deploy import (
     DeployRequest,
     DeployResult,
@@ -28,6 +27,7 @@ from lsm.schemas.deploy import (
     ResourceOut,
     ResourceStatus,
 )
+from lsm.store.deploy import queries as queries
 
 
 def _no_wake(_env_id: str) -> None:

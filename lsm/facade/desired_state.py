@@ -5,7 +5,6 @@ from __future__ import annotations
 from lsm.desired_state import ResourceRecord, VersionDiff, VersionInfo
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory.instance_names import entity_and_identity
 from lsm.schemas.desired_state import (
     DesiredStateDiffOut,
     DesiredStateOut,
@@ -15,6 +14,7 @@ from lsm.schemas.desired_state import (
     ResourceSideOut,
     SetChangeOut,
 )
+from lsm.store.instances.names import entity_and_identity
 
 
 class DesiredStateFacade:

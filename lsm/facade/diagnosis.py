@@ -21,11 +21,11 @@ tells the story, the others stay in the diagnosis' plain fields:
 5. ``in_transition`` when the state moves on by itself (``auto``/resource transfers), else
    ``none``.
 
-A compile or a deploy the instance waits for may be held by the brake (``lsm.inventory.halts``):
+A compile or a deploy the instance waits for may be held by the brake (``lsm.store.environments.halts``):
 the chain then ends in ``halted`` (the environment is halted) or ``agent_paused`` (the agent of
 a waiting resource is paused), which names who did it, since when, and the command that lets go.
 
-Reads go through ``lsm.inventory`` (keyed, bounded); this module only decides. Rule 3 (the
+Reads go through ``lsm.store`` (keyed, bounded); this module only decides. Rule 3 (the
 resources) is ``lsm.facade.diagnosis_resources``; the situation and the causes every rule words
 are ``lsm.facade.diagnosis_causes``.
 """
@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from lsm.facade.diagnosis_causes import Situation, clock, summary
 from lsm.facade.diagnosis_resources import ResourceRule
-from lsm.inventory import diagnosis_queries
-from lsm.inventory.batches import aware
-from lsm.inventory.leases import SQLITE_WORKER, owner_gone
-from lsm.inventory.tables import CompileRow
 from lsm.lifecycle import EXPORT_FAILED
 from lsm.schemas.inventory import Cause, InstanceOut
+from lsm.store import diagnosis_queries
+from lsm.store.batches import aware
+from lsm.store.leases import SQLITE_WORKER, owner_gone
+from lsm.store.tables import CompileRow
 
 #: triggers that move an instance on without anybody asking
 MOVING_TRIGGERS = ("auto", "resource_based")

@@ -14,12 +14,13 @@ from typing import Any
 from sqlalchemy import RowMapping
 from sqlmodel import Session
 
-from lsm.inventory import deploy_queries, halts
-from lsm.inventory.batches import aware
-from lsm.inventory.deploy_queries import DeployState
-from lsm.inventory.leases import process_gone
-from lsm.inventory.tables import CompileRow, EventRow, LeaseRow, utcnow
 from lsm.schemas.inventory import Cause, CauseSubject, InstanceOut
+from lsm.store.batches import aware
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.queries import DeployState
+from lsm.store.environments import halts
+from lsm.store.leases import process_gone
+from lsm.store.tables import CompileRow, EventRow, LeaseRow, utcnow
 
 
 def clock(at: datetime | None) -> str:

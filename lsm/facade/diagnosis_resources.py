@@ -1,7 +1,7 @@
 """Rule 3 of a diagnosis: the instance's resources in the desired state it is at.
 
 Why a module of its own: it is the deploy side of a diagnosis (failed, skipped, deploying and
-held resources, the agents' leases), read through ``lsm.inventory.deploy_queries`` and
+held resources, the agents' leases), read through ``lsm.store.deploy.queries`` and
 ``diagnosis_queries``; the rules of compiles stay in ``lsm.facade.diagnosis``.
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 from sqlalchemy import RowMapping
 
 from lsm.facade.diagnosis_causes import DiagnosisBase, clock
-from lsm.inventory import deploy_queries, diagnosis_queries
-from lsm.inventory.deploy_leases import lease_name
 from lsm.model.meta import MetaError, meta_of
 from lsm.schemas.deploy import OPEN_STATUSES, ResourceStatus
 from lsm.schemas.inventory import Cause
+from lsm.store import diagnosis_queries
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.leases import lease_name
 
 
 class ResourceRule(DiagnosisBase):

@@ -1,6 +1,6 @@
 """Discovered resources, and adopting them into the service inventory.
 
-Why here: listing is a read of ``lsm.inventory.discovery_store``; adoption joins three things
+Why here: listing is a read of ``lsm.store.discovery.statements``; adoption joins three things
 that live apart (the discovered values, the model's adopter for that type and entity, the
 lifecycle's adoption state) and then hands ordinary ``Create`` commands, marked ``adopts``, to
 ``Orchestrator.execute_many``: all or nothing, each instance's event log opening with an
@@ -21,11 +21,11 @@ from lsm.errors import Conflict, InvalidInput, ModelError, NotFound
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import instance_out
-from lsm.inventory import discovery_store as store
 from lsm.model.resource_id import parse_resource_id
 from lsm.orchestration import Command, Create, EnvironmentContext
 from lsm.schemas.discovery import DiscoveredResourceOut
 from lsm.schemas.inventory import InstanceOut
+from lsm.store.discovery import statements as store
 
 
 def discovered_out(row: store.DiscoveredRow) -> DiscoveredResourceOut:

@@ -10,11 +10,13 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.halts import brake_fields, no_wake
 from lsm.facade.views import environment_out
-from lsm.inventory import audit, deploy_queries, halts
-from lsm.inventory import repository as repo
-from lsm.inventory.settings import describe_settings, validate_setting
 from lsm.schemas.environments import EnvironmentOut, SettingOut
 from lsm.selection.specs import validate_spec
+from lsm.store import audit
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.environments import halts
+from lsm.store.environments.settings import describe_settings, validate_setting
+from lsm.store.instances import repository as repo
 
 
 class EnvironmentsFacade:

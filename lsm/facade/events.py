@@ -4,7 +4,7 @@ outcomes, by cursor.
 Why a cursor that holds every position: ``GET /api/v1/events`` sends each event with the
 stream's position after it (``Cursor.encode``); a client that reconnects with it as
 ``Last-Event-ID`` resumes right after that event, with nothing missed and nothing repeated.
-The reads are ``lsm.inventory.feed``; this module turns rows into ``lsm.schemas.events``.
+The reads are ``lsm.store.feed``; this module turns rows into ``lsm.schemas.events``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.holdback import Holdback, gap_starts
 from lsm.facade.signal import Listener
-from lsm.inventory import feed
-from lsm.inventory.batches import aware
 from lsm.schemas.events import (
     COMPILE_FINISHED,
     DEPLOY_OUTCOME,
@@ -34,6 +32,8 @@ from lsm.schemas.events import (
     InstanceStateEvent,
 )
 from lsm.schemas.limits import MAX_ID_LENGTH, MAX_INT
+from lsm.store import feed
+from lsm.store.batches import aware
 
 #: the most rows of each kind one read returns
 READ_LIMIT = 500

@@ -1,6 +1,6 @@
 """Pictures of one environment as ``lsm.graph.Graph`` data: lifecycles, owner trees, sets, requires.
 
-The facade reads the records (bounded reads in ``lsm.inventory.graph_queries`` and the
+The facade reads the records (bounded reads in ``lsm.store.instances.graph_queries`` and the
 desired-state store) and hands them to the pure builders of ``lsm.graph``; the API and the CLI
 render the graph as SVG, DOT or JSON. Every graph is limited to ``MAX_GRAPH_NODES`` nodes: a
 larger one is an ``InvalidInput`` (422) that names the limit and the parameter to narrow it with,
@@ -17,10 +17,12 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import instance_out
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
-from lsm.inventory import deploy_queries, graph_queries, instance_names
-from lsm.inventory import repository as repo
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.instances import graph_queries
+from lsm.store.instances import names as instance_names
+from lsm.store.instances import repository as repo
 
 
 class GraphsFacade:

@@ -1,6 +1,6 @@
 """Halt and resume an environment, pause and unpause its agents: the emergency brake.
 
-Why a facade of its own: the brake is stored by ``lsm.inventory.halts`` and obeyed where work
+Why a facade of its own: the brake is stored by ``lsm.store.environments.halts`` and obeyed where work
 is claimed (``lsm.compiler.queue``, ``lsm.deploy.claiming``); this is the operator's side of it.
 Every call is idempotent (a second halt answers the same environment and changes nothing),
 writes an audit line when it changed something, and answers the environment as
@@ -19,11 +19,12 @@ from typing import Any
 
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory import audit, halts
-from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import notify_work
-from lsm.inventory.tables import utcnow
 from lsm.schemas.environments import PausedAgentOut
+from lsm.store import audit
+from lsm.store.compiles.requests import notify_work
+from lsm.store.environments import halts
+from lsm.store.instances import repository as repo
+from lsm.store.tables import utcnow
 
 
 def no_wake(_env_id: str) -> None:

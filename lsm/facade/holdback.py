@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from lsm.inventory.batches import aware
+from lsm.store.batches import aware
 
 T = TypeVar("T")
 

@@ -20,11 +20,6 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
 from lsm.facade.views import compile_out, event_out, instance_out
-from lsm.inventory import deploy_queries
-from lsm.inventory import repository as repo
-from lsm.inventory.deploy_queries import DeployState
-from lsm.inventory.idempotency import IdempotencyKeyRow, claim_key, find_key, record_answer
-from lsm.inventory.tables import EventRow, InstanceRow
 from lsm.orchestration import (
     Command,
     Create,
@@ -41,6 +36,11 @@ from lsm.schemas.bulk import BulkCreate, BulkResult, BulkUpdate
 from lsm.schemas.deploy import BLOCKING_STATUSES, DeploymentProgress, ResourceStatus
 from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, InstanceOut, InstanceResourceOut
 from lsm.schemas.limits import MAX_IDEMPOTENCY_KEY_LENGTH
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.queries import DeployState
+from lsm.store.idempotency import IdempotencyKeyRow, claim_key, find_key, record_answer
+from lsm.store.instances import repository as repo
+from lsm.store.tables import EventRow, InstanceRow
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Why ``prometheus_client`` with a collector built per scrape, instead of the usual
 process-global registry: the numbers belong to the database, not to the process that is
-scraped (``lsm.inventory.metrics``), so nothing is kept in memory between scrapes and every
+scraped (``lsm.store.metrics``), so nothing is kept in memory between scrapes and every
 API process answers the same. The library still does what is easy to get subtly wrong by
 hand: metric and label escaping, ``_total``/``_count``/``_sum`` suffixes, ``# HELP``/``# TYPE``.
 
@@ -27,9 +27,9 @@ from prometheus_client.registry import Collector
 
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
-from lsm.inventory.metrics import Snapshot, WebhookCounts, snapshot
 from lsm.schemas.compiles import CompileKind
 from lsm.schemas.deploy import ActionKind
+from lsm.store.metrics import Snapshot, WebhookCounts, snapshot
 
 #: the ``Content-Type`` of the text exposition format
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

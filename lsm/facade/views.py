@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsm.inventory.tables import CompileRow, EnvironmentRow, EventRow, InstanceRow
 from lsm.schemas.compile_reports import CompileOut
 from lsm.schemas.environments import EnvironmentOut
 from lsm.schemas.inventory import EventOut, InstanceOut
+from lsm.store.tables import CompileRow, EnvironmentRow, EventRow, InstanceRow
 
 
 def instance_out(row: InstanceRow) -> InstanceOut:

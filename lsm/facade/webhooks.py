@@ -18,11 +18,11 @@ from lsm.errors import NotFound
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.events import EventsFacade
-from lsm.inventory import audit
-from lsm.inventory import webhooks as store
-from lsm.inventory.batches import utc
-from lsm.inventory.tables import utcnow
 from lsm.schemas.webhooks import AttemptOut, CreateWebhook, DeliveryOut, WebhookCreated, WebhookOut
+from lsm.store import audit
+from lsm.store.batches import utc
+from lsm.store.tables import utcnow
+from lsm.store.webhooks import statements as store
 from lsm.webhooks.targets import check_registration
 
 #: the event kind of ``POST /api/v1/webhooks/{id}/test``

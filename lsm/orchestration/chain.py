@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from lsm.catalog import Binding
 from lsm.errors import LsmError
-from lsm.inventory.tables import InstanceRow
 from lsm.lifecycle import TransferSpec
 from lsm.orchestration.commands import Auto, Origin
 from lsm.orchestration.context import EnvironmentContext
+from lsm.store.tables import InstanceRow
 
 if TYPE_CHECKING:
     from lsm.orchestration.decide import Decider

@@ -24,15 +24,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from lsm.errors import Conflict, IdentityConflict
-from lsm.inventory import audit
-from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import COMPILE_TABLE, insert_requests, notify_work
-from lsm.inventory.discovery_store import claim_adoption
 from lsm.orchestration.commands import Origin
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.decide import Decider
 from lsm.orchestration.decision import Decision
 from lsm.orchestration.group import defer_insert
+from lsm.store import audit
+from lsm.store.compiles.requests import COMPILE_TABLE, insert_requests, notify_work
+from lsm.store.discovery.statements import claim_adoption
+from lsm.store.instances import repository as repo
 
 T = TypeVar("T")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsm.catalog import Binding, Catalog
-from lsm.inventory.settings import EnvironmentSettings
 from lsm.lifecycle import LifecycleMachine, LifecycleRegistry, LifecycleSpec
 from lsm.model.loader import Model
+from lsm.store.environments.settings import EnvironmentSettings
 
 
 @dataclass

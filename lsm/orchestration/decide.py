@@ -29,9 +29,6 @@ from lsm.errors import (
     UnknownInstance,
     VersionConflict,
 )
-from lsm.inventory import repository as repo
-from lsm.inventory.discovery_store import check_adoptable
-from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.lifecycle import (
     EXPORT_FAILED,
     AttributeSets,
@@ -68,6 +65,9 @@ from lsm.orchestration.steps import (
     request_validation,
     transition,
 )
+from lsm.store.discovery.statements import check_adoptable
+from lsm.store.instances import repository as repo
+from lsm.store.tables import InstanceRow, utcnow
 
 
 class Decider:

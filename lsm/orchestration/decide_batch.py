@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsm.errors import IdentityConflict, LsmError
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration.batch import ItemError, batch_error, positions
 from lsm.orchestration.chain import decide_chain
 from lsm.orchestration.commands import (
@@ -26,6 +25,7 @@ from lsm.orchestration.commands import (
 )
 from lsm.orchestration.decide import Decider
 from lsm.orchestration.decision import Outcome
+from lsm.store.tables import InstanceRow
 
 
 @dataclass

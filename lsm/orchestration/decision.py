@@ -20,10 +20,10 @@ from typing import Any
 
 from sqlmodel import Session
 
-from lsm.inventory import repository as repo
-from lsm.inventory.repository import STEP_COLUMNS
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration.commands import SYSTEM, Origin
+from lsm.store.instances import repository as repo
+from lsm.store.instances.repository import STEP_COLUMNS
+from lsm.store.tables import InstanceRow
 
 
 @dataclass

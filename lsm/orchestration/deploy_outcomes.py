@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lsm.errors import LsmError
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration.batch import MAX_BATCH
 from lsm.orchestration.commands import ResourceOutcome
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.orchestrator import Orchestrator
+from lsm.store.tables import InstanceRow
 
 
 def apply_resource_outcomes(

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from lsm.catalog import validate_attributes
 from lsm.errors import ExpertModeOff, InvalidAttributes, InvalidInput, RuleViolation
-from lsm.inventory.settings import parse_settings
-from lsm.inventory.tables import EnvironmentRow, InstanceRow
 from lsm.lifecycle import AttributeSets
 from lsm.orchestration.commands import ATTRIBUTE_SETS, ForceAttributes, ForceDestroy
 from lsm.orchestration.decision import Outcome
 from lsm.orchestration.references import check_references
 from lsm.orchestration.steps import move
 from lsm.schemas.expert import MAX_REASON_LENGTH
+from lsm.store.environments.settings import parse_settings
+from lsm.store.tables import EnvironmentRow, InstanceRow
 
 if TYPE_CHECKING:
     from lsm.orchestration.decide import Decider

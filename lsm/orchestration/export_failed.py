@@ -20,7 +20,7 @@ still written, and what would need the general path (the model's bindings) is on
 
 An instance whose state or version moved since the caller read it is left alone (the check
 that the commit makes on the versions a decision read). ``Orchestrator.fail_exports`` is the entry point;
-this module only sorts and writes through ``lsm.inventory``. Together they stay the one place
+this module only sorts and writes through ``lsm.store``. Together they stay the one place
 that changes an instance's state.
 """
 
@@ -34,13 +34,13 @@ from typing import Any, Literal
 from sqlmodel import Session
 
 from lsm.errors import NotFound
-from lsm.inventory import repository as repo
-from lsm.inventory.export_failures import Waiting, lock_versions, move_states
-from lsm.inventory.row_values import row_values
-from lsm.inventory.tables import EventRow
 from lsm.lifecycle import EXPORT_FAILED, Step
 from lsm.orchestration.commands import ExportFailed, Origin
 from lsm.orchestration.context import EnvironmentContext
+from lsm.store.compiles.export_failures import Waiting, lock_versions, move_states
+from lsm.store.instances import repository as repo
+from lsm.store.row_values import row_values
+from lsm.store.tables import EventRow
 
 Plan = tuple[Literal["move", "log", "command", "skip"], Step | None]
 

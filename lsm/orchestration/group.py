@@ -67,7 +67,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Table
 from sqlmodel import Session
 
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from sqlalchemy.exc import IntegrityError
 
 from lsm.catalog import identity_value, validate_attributes
 from lsm.errors import Conflict, InvalidAttributes, InvalidInput
-from lsm.inventory.bulk import import_instances as insert_instances
-from lsm.inventory.database import Database
 from lsm.orchestration.context import EnvironmentContext
 from lsm.orchestration.references import check_references_of_many
+from lsm.store.database import Database
+from lsm.store.instances.bulk import import_instances as insert_instances
 
 
 def import_instances(

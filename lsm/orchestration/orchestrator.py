@@ -36,10 +36,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from lsm.errors import LsmError
-from lsm.inventory import repository as repo
-from lsm.inventory.database import Database
-from lsm.inventory.export_failures import Waiting
-from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.orchestration.batch import check_size
 from lsm.orchestration.chain import auto_command, follow_ups, run_round
 from lsm.orchestration.commands import (
@@ -60,6 +56,10 @@ from lsm.orchestration.decide_batch import Decided, decide_many, decide_one
 from lsm.orchestration.decision import Outcome
 from lsm.orchestration.export_failed import sort_waiting, write_simple
 from lsm.orchestration.group import DEFAULT_MAX_BATCH, GroupCommit, Planned
+from lsm.store.compiles.export_failures import Waiting
+from lsm.store.database import Database
+from lsm.store.instances import repository as repo
+from lsm.store.tables import InstanceRow, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from sqlmodel import Session
 
 from lsm.catalog import Binding
 from lsm.errors import InvalidAttributes
-from lsm.inventory import repository as repo
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration.context import EnvironmentContext
+from lsm.store.instances import repository as repo
+from lsm.store.tables import InstanceRow
 
 
 def _ids(value: Any) -> Iterable[str]:

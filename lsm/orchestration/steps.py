@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lsm.inventory.compile_requests import CompileOrder, ValidationParams, compile_values
-from lsm.inventory.repository import event_values
-from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.lifecycle import AttributeSets, Step, apply_operation
 from lsm.orchestration.chain import due_auto
 from lsm.orchestration.decision import Outcome
 from lsm.orchestration.references import references_of
 from lsm.schemas.compiles import CompileKind
+from lsm.store.compiles.requests import CompileOrder, ValidationParams, compile_values
+from lsm.store.instances.repository import event_values
+from lsm.store.tables import InstanceRow, utcnow
 
 if TYPE_CHECKING:
     from lsm.orchestration.decide import Decider

@@ -28,7 +28,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lsm.errors import ConfigurationError
-from lsm.inventory.database import DEFAULT_DATABASE_URL
 from lsm.model.policy import ModelChoices, model_name
 from lsm.schemas.auth import AuthConfig
 from lsm.schemas.limits import (
@@ -39,6 +38,7 @@ from lsm.schemas.limits import (
     DEFAULT_MAX_STREAMS_PER_CALLER,
 )
 from lsm.schemas.webhooks import DeliveryPolicy
+from lsm.store.database import DEFAULT_DATABASE_URL
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",

@@ -18,15 +18,15 @@ import threading
 import time
 
 from lsm.errors import ConfigurationError, Conflict
-from lsm.inventory import audit
-from lsm.inventory import repository as repo
-from lsm.inventory.database import Database
-from lsm.inventory.settings import EnvironmentSettings, parse_settings, validate_setting
-from lsm.inventory.tables import EntityRow, EnvironmentRow, utcnow
 from lsm.lifecycle import LifecycleRegistry
 from lsm.model.loader import Model, load_model, load_model_files, source_changed
 from lsm.model.policy import ModelChoices
 from lsm.orchestration import EnvironmentContext
+from lsm.store import audit
+from lsm.store.database import Database
+from lsm.store.environments.settings import EnvironmentSettings, parse_settings, validate_setting
+from lsm.store.instances import repository as repo
+from lsm.store.tables import EntityRow, EnvironmentRow, utcnow
 
 EMPTY_MODEL = Model(bindings=[], source="")
 log = logging.getLogger(__name__)

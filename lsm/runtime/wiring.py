@@ -43,9 +43,6 @@ from lsm.deploy.agent import AgentService
 from lsm.deploy.jail import Jail
 from lsm.desired_state import DesiredStateStore
 from lsm.facade import ChangeSignal, Core, EventsFacade, Facades
-from lsm.inventory import repository as repo
-from lsm.inventory.compile_requests import notify_work
-from lsm.inventory.database import Database, normalize_url
 from lsm.lifecycle import LifecycleRegistry
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.runtime.config import ServerConfig
@@ -57,6 +54,9 @@ from lsm.services.singleton import hold_sqlite_worker
 from lsm.services.wakeup import Listener
 from lsm.services.webhook_dispatch import WebhookDispatcher
 from lsm.services.webhook_send import WebhookSender
+from lsm.store.compiles.requests import notify_work
+from lsm.store.database import Database, normalize_url
+from lsm.store.instances import repository as repo
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

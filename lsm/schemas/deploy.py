@@ -1,6 +1,6 @@
 """Deploy state and actions: the bodies of ``/api/v1/resources`` and ``/api/v1/deploy``.
 
-docs/api.md (deploy). The server builds them from the deploy tables (``lsm.inventory.deploy_tables``);
+docs/api.md (deploy). The server builds them from the deploy tables (``lsm.store.deploy.tables``);
 the client parses answers into them without importing anything of the server.
 
 A resource's ``status`` (``ResourceStatus``) is where its deploy stands for the desired attributes

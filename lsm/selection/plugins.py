@@ -32,10 +32,10 @@ from typing import Any, Protocol
 
 from lsm.catalog import Catalog
 from lsm.errors import ConfigurationError, LsmError, SelectorError, UnknownSelector
-from lsm.inventory.transient import is_transient
 from lsm.selection.factories import REGISTERED
 from lsm.selection.selector import BaseSelector
 from lsm.selection.view import InventoryView
+from lsm.store.transient import is_transient
 
 ENTRY_POINT_GROUP = "lsm.selectors"
 DEFAULT_SELECTOR = "owner_tree"

@@ -64,9 +64,9 @@ from typing import ClassVar
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import SelectorError
-from lsm.inventory.transient import is_transient
 from lsm.selection.ownership import ownership_roots, tree_members
 from lsm.selection.view import InventoryView
+from lsm.store.transient import is_transient
 
 #: What ``run_selector`` returns: binding name -> sorted ids of live instances of that binding.
 SelectionResult = dict[str, list[str]]

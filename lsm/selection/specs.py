@@ -12,7 +12,7 @@ and three shapes are useful:
 setting that makes every later compile fail): every name must be known to the environment,
 and every selector must accept its parameters, which is tried by building it over a view of
 the environment (constructors check their values, e.g. entity names). ``build_spec`` builds
-it for one compile. The shape itself is checked lower down (``lsm.inventory.settings``).
+it for one compile. The shape itself is checked lower down (``lsm.store.environments.settings``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 from lsm.catalog import Catalog
 from lsm.errors import InvalidInput, LsmError
-from lsm.inventory.settings import SelectorSpec, selector_parts
 from lsm.selection.plugins import HasSelectors, build_selector, selector_for
 from lsm.selection.selector import BaseSelector, UnionSelector
 from lsm.selection.view import InventoryView
+from lsm.store.environments.settings import SelectorSpec, selector_parts
 
 
 def build_spec(

@@ -37,8 +37,8 @@ from sqlalchemy.orm import Session
 
 from lsm.catalog import Catalog
 from lsm.errors import UnknownInstance
-from lsm.inventory import instance_reads
-from lsm.inventory.database import Database
+from lsm.store.database import Database
+from lsm.store.instances import reads as instance_reads
 
 AttributeSetName = Literal["candidate", "active", "rollback"]
 
@@ -49,7 +49,7 @@ AttributeSetChooser = Callable[["InstanceRecord"], AttributeSetName | None]
 DEFAULT_CHUNK_SIZE = 500
 
 _P = ParamSpec("_P")
-#: one store read: the view's connection first (``lsm.inventory.instance_reads``)
+#: one store read: the view's connection first (``lsm.store.instances.reads``)
 _Read = Callable[Concatenate[sa.Connection, _P], list[sa.RowMapping]]
 
 
@@ -167,7 +167,7 @@ class InventoryView:
         ids = list(dict.fromkeys(instance_ids))
         missing = [i for i in ids if i not in self._rows]
         for chunk in self._chunks(missing):
-            # by id alone, the environment checked here (``instance_reads.rows_by_id`` says why)
+            # by id alone, the environment checked here (``lsm.store.instances.reads.rows_by_id`` says why)
             for mapping in self._fetch(instance_reads.rows_by_id, chunk):
                 if mapping["env_id"] == self.env_id:
                     self._remember(mapping)
@@ -317,7 +317,7 @@ class InventoryView:
             yield list(ids[start : start + self._chunk])
 
     def _fetch(self, read: _Read[_P], *args: _P.args, **kwargs: _P.kwargs) -> list[sa.RowMapping]:
-        """One store read (``lsm.inventory.instance_reads``) on the view's connection, counted."""
+        """One store read (``lsm.store.instances.reads``) on the view's connection, counted."""
         self._queries += 1
         if isinstance(self._source, Database):
             with self._source.read() as session:

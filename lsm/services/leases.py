@@ -12,11 +12,11 @@ import socket
 import uuid
 from typing import Any
 
-from lsm.inventory import leases as sql
-from lsm.inventory.database import Database
-from lsm.inventory.leases import process_gone
-from lsm.inventory.tables import LeaseRow, utcnow
-from lsm.inventory.transient import retry_transient
+from lsm.store import leases as sql
+from lsm.store.database import Database
+from lsm.store.leases import process_gone
+from lsm.store.tables import LeaseRow, utcnow
+from lsm.store.transient import retry_transient
 
 
 def process_identity(role: str) -> tuple[str, dict[str, Any]]:
@@ -49,7 +49,7 @@ class Lease:
 
     def keep(self) -> bool:
         """Renew a held lease (heartbeat); ``False`` when it was lost (another took it over).
-        A lost connection is retried (``lsm.inventory.transient``): renewing twice is harmless."""
+        A lost connection is retried (``lsm.store.transient``): renewing twice is harmless."""
         if not self.held:
             return False
 

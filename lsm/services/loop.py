@@ -17,7 +17,7 @@ loop does the rest, once.
   report. Code blocked inside C does not see the exception: after ``grace`` more seconds the
   work is ``expire``-d (its lease is failed, so its result is fenced out if it ever returns),
   the thread is abandoned, and a fresh runner thread takes its place.
-* **Lost connections.** A round that fails on the database (``lsm.inventory.transient``) is
+* **Lost connections.** A round that fails on the database (``lsm.store.transient``) is
   logged in one line and tried again after a pause that grows while failures repeat; a failed
   heartbeat is tried at the next one. Sources retry what is safe to repeat themselves.
 * **Shutdown.** ``stop`` claims nothing more, lets running work finish within the timeout, and
@@ -35,7 +35,7 @@ from typing import Protocol
 
 from lsm.errors import TimeLimitExceeded
 from lsm.interrupt import raise_in
-from lsm.inventory.transient import Backoff, is_transient, log_failure
+from lsm.store.transient import Backoff, is_transient, log_failure
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,13 @@ from datetime import UTC, datetime
 from croniter import croniter
 from sqlmodel import Session
 
-from lsm.inventory import compile_queue
-from lsm.inventory.compile_requests import CompileOrder, enqueue
-from lsm.inventory.database import Database
-from lsm.inventory.tables import ScheduleRow, utcnow
-from lsm.inventory.transient import log_failure
 from lsm.schemas.compiles import CompileKind
 from lsm.services.leases import Lease, process_identity
+from lsm.store.compiles import queue as compile_queue
+from lsm.store.compiles.requests import CompileOrder, enqueue
+from lsm.store.database import Database
+from lsm.store.tables import ScheduleRow, utcnow
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

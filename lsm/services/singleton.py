@@ -11,9 +11,9 @@ Scale out on PostgreSQL instead, where workers coordinate through the database.
 from __future__ import annotations
 
 from lsm.errors import ConfigurationError
-from lsm.inventory.database import Database
-from lsm.inventory.leases import SQLITE_WORKER
 from lsm.services.leases import Lease, process_gone, process_identity
+from lsm.store.database import Database
+from lsm.store.leases import SQLITE_WORKER
 
 NAME = SQLITE_WORKER
 

@@ -4,7 +4,7 @@ Why: in one process the orchestration wakes the worker directly; across processe
 server and several ``lsm worker``) a worker would otherwise only find new requests at its next
 poll (a second by default: under a burst, a second of idle pipeline per wake-up).
 
-* PostgreSQL: ``lsm.inventory.compile_requests.enqueue`` sends ``NOTIFY lsm_work`` in the
+* PostgreSQL: ``lsm.store.compiles.requests.enqueue`` sends ``NOTIFY lsm_work`` in the
   transaction that queues a request, delivered when it commits; every listening worker wakes
   at once. A lost connection is re-opened with a back-off; polling covers the gap.
 * SQLite (``sqlite_watch``, for ``lsm worker`` / ``lsm agent`` beside ``lsm server
@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import make_url
 
-from lsm.inventory.compile_requests import NOTIFY_CHANNEL
-from lsm.inventory.database import Database
-from lsm.inventory.transient import log_failure
+from lsm.store.compiles.requests import NOTIFY_CHANNEL
+from lsm.store.database import Database
+from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
 

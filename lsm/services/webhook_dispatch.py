@@ -6,7 +6,7 @@ committed event is on it whoever made it, and the API write path stays exactly a
 
 Each webhook row keeps its own feed cursor. A round reads, per webhook, the feed after that
 cursor and, in ONE transaction, inserts a delivery for every item the webhook asked for and
-moves the cursor past the items read (``lsm.inventory.webhooks.enqueue``, conditional on the
+moves the cursor past the items read (``lsm.store.webhooks.statements.enqueue``, conditional on the
 old cursor). A crash before the commit leaves cursor and deliveries as they were, so the next
 round queues the same stretch; a crash after it leaves them queued, and the sender sends them.
 So every committed event becomes exactly one delivery row per matching webhook.
@@ -29,12 +29,12 @@ from typing import Any
 
 from lsm.facade.events import Cursor, EventsFacade, FeedItem
 from lsm.facade.holdback import Holdback
-from lsm.inventory import webhooks as store
-from lsm.inventory.database import Database
-from lsm.inventory.tables import utcnow
-from lsm.inventory.transient import log_failure
 from lsm.schemas.events import COMPILE_FINISHED, DEPLOY_OUTCOME, INSTANCE_STATE
 from lsm.schemas.webhooks import DeliveryPolicy, matches
+from lsm.store.database import Database
+from lsm.store.tables import utcnow
+from lsm.store.transient import log_failure
+from lsm.store.webhooks import statements as store
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The webhook sender: claims due deliveries, POSTs them signed, retries with back-off.
 
-Why a leased claim per delivery (``lsm.inventory.webhooks.claim``): several runner threads,
+Why a leased claim per delivery (``lsm.store.webhooks.statements.claim``): several runner threads,
 and on PostgreSQL several processes, send at once; each delivery is held by one sender at a
 time, and one whose sender died is due again once the lease ran out. A delivery is at least
 once: a sender that dies after the receiver answered but before it recorded the answer sends
@@ -34,10 +34,6 @@ from urllib.parse import urljoin
 import httpx
 
 from lsm.errors import WebhookTargetRefused
-from lsm.inventory import webhooks as store
-from lsm.inventory.database import Database
-from lsm.inventory.tables import utcnow
-from lsm.inventory.transient import retry_transient
 from lsm.schemas.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -46,6 +42,10 @@ from lsm.schemas.webhooks import (
     DeliveryPolicy,
     signature,
 )
+from lsm.store.database import Database
+from lsm.store.tables import utcnow
+from lsm.store.transient import retry_transient
+from lsm.store.webhooks import statements as store
 from lsm.webhooks.targets import Resolver, pinned, system_resolver
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
 from lsm.testing import served_url
 
 HERE = Path(__file__).parent

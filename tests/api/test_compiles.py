@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.tables import CompileRow
 
 
 def test_a_requested_compile_is_queued_and_listed(http: httpx.Client) -> None:

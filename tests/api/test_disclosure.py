@@ -10,7 +10,7 @@ from starlette.requests import Request
 
 from lsm.api import disclosure
 from lsm.api.disclosure import redact, redact_report, redact_text
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.api.input_fixtures import all_instances, full_compile, served_box
 
 

@@ -18,10 +18,10 @@ import httpx
 import pytest
 
 from lsm.client import AsyncClient, Client
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, WorkerRuntime, build_api, build_worker
 from lsm.schemas.events import ServerEvent
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.api.fixtures import LIFECYCLES, MODEL
 

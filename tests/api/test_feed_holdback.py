@@ -17,14 +17,16 @@ from sqlmodel import Session
 
 from lsm.facade import RequestContext
 from lsm.facade.holdback import Holdback, gap_starts
-from lsm.inventory import compile_queue, repository, webhooks
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileStatus
 from lsm.schemas.events import COMPILE_FINISHED, INSTANCE_STATE
 from lsm.schemas.webhooks import DeliveryPolicy
 from lsm.services.webhook_dispatch import WebhookDispatcher
+from lsm.store.compiles import queue as compile_queue
+from lsm.store.database import Database
+from lsm.store.instances import repository
+from lsm.store.tables import InstanceRow, utcnow
+from lsm.store.webhooks import statements as webhooks
 
 LOCAL = RequestContext.local()
 NEVER = 3600.0  # a hold-back that never gives up within a test

@@ -18,10 +18,10 @@ from sqlmodel import select
 
 from lsm.client import Client, RetryPolicy
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.idempotency import IdempotencyKeyRow
-from lsm.inventory.tables import utcnow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.idempotency import IdempotencyKeyRow
+from lsm.store.tables import utcnow
 from tests.api.input_fixtures import BOX_MODEL, all_instances, served_box
 
 BOX = "/lsm/v1/service_inventory/box"

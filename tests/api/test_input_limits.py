@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from lsm.api.screening import body_problems
-from lsm.inventory.database import Database
 from lsm.schemas.limits import MAX_IDENTITY_LENGTH, MAX_INT
+from lsm.store.database import Database
 from tests.api.input_fixtures import all_instances, box_engine, full_compile, served_box
 
 BOX = "/lsm/v1/service_inventory/box"

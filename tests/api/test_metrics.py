@@ -17,12 +17,12 @@ from sqlalchemy import func, select, text, update
 from sqlmodel import col
 
 from lsm.facade import RequestContext
-from lsm.inventory import webhooks
-from lsm.inventory.deploy_tables import lsm_resource_action
-from lsm.inventory.tables import CompileRow
-from lsm.inventory.webhook_tables import lsm_webhook_delivery
-from lsm.inventory.webhooks import NewDelivery
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy.tables import lsm_resource_action
+from lsm.store.tables import CompileRow
+from lsm.store.webhooks import statements as webhooks
+from lsm.store.webhooks.statements import NewDelivery
+from lsm.store.webhooks.tables import lsm_webhook_delivery
 from lsm.testing import served_url
 from tests.deploy import file_model
 

@@ -23,8 +23,8 @@ from schemathesis.checks import (
 )
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
 from tests.api.input_fixtures import box_engine
 
 #: the routes schemathesis leaves alone: the event stream never ends by itself

@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.limits import MAX_RESOURCE_ID_BYTES
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.api.input_fixtures import LIFECYCLES, full_compile
 

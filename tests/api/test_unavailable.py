@@ -18,8 +18,8 @@ import httpx
 import pytest
 from sqlalchemy import event, text
 
-from lsm.inventory.database import Database
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
 from tests.api.input_fixtures import served_box
 
 BOX = "/lsm/v1/service_inventory/box"

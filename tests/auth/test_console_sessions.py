@@ -11,10 +11,10 @@ from datetime import timedelta
 
 import httpx
 
-from lsm.inventory import sessions
-from lsm.inventory.auth_tables import ConsoleSessionRow
-from lsm.inventory.tokens import token_hash
 from lsm.schemas.auth import DEFAULT_SESSION_LIFETIME
+from lsm.store.auth import sessions
+from lsm.store.auth.tables import ConsoleSessionRow
+from lsm.store.auth.tokens import token_hash
 from tests.auth.conftest import Secured
 
 

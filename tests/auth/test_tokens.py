@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from lsm.client import Client
 from lsm.errors import NotFound, Unauthenticated
-from lsm.inventory.auth_tables import TokenRow
+from lsm.store.auth.tables import TokenRow
 from lsm.testing import async_client
 from tests.api.fixtures import engine, http, url
 from tests.auth.conftest import Secured

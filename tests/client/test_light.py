@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-SERVER_SIDE = ("sqlalchemy", "sqlmodel", "fastapi", "starlette", "uvicorn", "lsm.inventory", "lsm.facade")
+SERVER_SIDE = ("sqlalchemy", "sqlmodel", "fastapi", "starlette", "uvicorn", "lsm.store", "lsm.facade")
 
 
 def imported_after(statement: str) -> set[str]:

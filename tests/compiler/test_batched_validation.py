@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
 from tests.conftest import TEST_LIFECYCLES, database_at_head
 
 ROUTER_PORT = str(Path(__file__).resolve().parent.parent.parent / "examples" / "router_port")

@@ -10,9 +10,9 @@ from sqlmodel import col
 
 from lsm.compiler import incremental
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceChangeRow, InstanceRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.tables import InstanceChangeRow, InstanceRow
 from tests.compiler.test_incremental_full import bump, full
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")

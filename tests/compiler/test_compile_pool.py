@@ -11,8 +11,8 @@ import pytest
 
 from lsm.compiler.isolation import CompilePool, PoolStopped
 from lsm.errors import ModelError
-from lsm.inventory.settings import EnvironmentSettings
 from lsm.model import Model, load_model, refine
+from lsm.store.environments.settings import EnvironmentSettings
 from tests.waiting import wait_until
 
 MODEL = """

@@ -14,9 +14,9 @@ from sqlmodel import Session
 from lsm.compiler import runner, shared_records
 from lsm.desired_state.merge import ExportCheck
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.tables import CompileRow
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 NETWORKS = str(EXAMPLES / "networks")

@@ -13,10 +13,10 @@ from sqlmodel import col
 
 from lsm.errors import ConfigurationError
 from lsm.facade import RequestContext
-from lsm.inventory import repository as repo
-from lsm.inventory.metric_counters import lsm_metric_failed_export
-from lsm.inventory.tables import CompileRow, EventRow, InstanceRow
 from lsm.runtime.wiring import ApiRuntime, WorkerProcessing
+from lsm.store.instances import repository as repo
+from lsm.store.metric_counters import lsm_metric_failed_export
+from lsm.store.tables import CompileRow, EventRow, InstanceRow
 from tests.models import claims
 from tests.owners import dead_owner
 from tests.waiting import wait_until

@@ -16,10 +16,10 @@ from sqlalchemy import event, update
 
 from lsm.errors import ModelError
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.desired_state_tables import ds_version
-from lsm.inventory.tables import InstanceRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.desired_state.tables import ds_version
+from lsm.store.tables import InstanceRow
 from tests.desired_state import WriteCounter, row_counts
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -18,8 +18,8 @@ from sqlalchemy.exc import DisconnectionError
 from lsm.compiler.queue import CompileQueue, LeaseLost
 from lsm.compiler.service import CompileService, ValidationWork
 from lsm.facade import RequestContext
-from lsm.inventory.tables import CompileRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.tables import CompileRow, utcnow
 
 
 def _service(engine: ApiRuntime) -> CompileService:

@@ -18,9 +18,9 @@ from sqlalchemy.exc import OperationalError
 from lsm.compiler.locks import Held, SelectionLocks
 from lsm.compiler.service import CompileService, ExportWork
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.tables import CompileRow
 
 
 def _lost_connection() -> OperationalError:

@@ -9,12 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsm.compiler.queue import CompileQueue, LeaseLost
-from lsm.inventory.compile_queue import Pending, environments_with_work
-from lsm.inventory.compile_requests import CompileOrder, ValidationParams, enqueue
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow, utcnow
 from lsm.schemas.compiles import CompileKind
 from lsm.services.leases import process_identity
+from lsm.store.compiles.queue import Pending, environments_with_work
+from lsm.store.compiles.requests import CompileOrder, ValidationParams, enqueue
+from lsm.store.database import Database
+from lsm.store.tables import CompileRow, utcnow
 from tests.owners import dead_owner
 
 ENV = "env-1"
@@ -134,7 +134,7 @@ def test_claiming_reads_only_what_it_claims(db: Database) -> None:
     """O(claimed): a claim loads the JSON columns of the rows it takes, never of the whole queue."""
     queue_up(db, *(order(CompileKind.VALIDATION, f"i{n}") for n in range(200)))
     queue = CompileQueue(db)
-    from lsm.inventory import compile_queue
+    from lsm.store.compiles import queue as compile_queue
 
     loaded: list[int] = []
     original = compile_queue.claim

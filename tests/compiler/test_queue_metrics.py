@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import select
 
 from lsm.compiler.queue import CompileQueue, LeaseLost
-from lsm.inventory.database import Database
-from lsm.inventory.metric_counters import lsm_metric_compile, lsm_metric_compile_stage
 from lsm.schemas.compiles import CompileKind
+from lsm.store.database import Database
+from lsm.store.metric_counters import lsm_metric_compile, lsm_metric_compile_stage
 from tests.compiler.test_queue import ENV, order, queue_up
 from tests.owners import dead_owner
 

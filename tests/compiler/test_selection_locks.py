@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 
 from lsm.compiler.locks import EnvironmentLocks
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 
 #: advisory locks belong to the whole PostgreSQL database, not to a test's schema: every test
 #: module run (and xdist worker) locks names of its own environment

@@ -18,11 +18,11 @@ from sqlalchemy.exc import OperationalError
 
 from lsm.errors import ModelError, SelectorError
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.transient import caused_by_transient
 from lsm.runtime.wiring import ApiRuntime
 from lsm.selection import OwnerTreeSelector
 from lsm.selection.plugins import build_selector
+from lsm.store.database import Database
+from lsm.store.transient import caused_by_transient
 from tests.compiler.test_lock_release_failure import _lost_connection
 from tests.selection import CATALOG, Inventory
 

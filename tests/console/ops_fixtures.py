@@ -22,10 +22,10 @@ import pytest
 
 from lsm.discovery import record_discovery
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.auth import AuthConfig
+from lsm.store.database import Database
 from tests.discovery import plant_files, run_file_discovery
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "discovery"

@@ -13,9 +13,9 @@ from sqlalchemy import select
 from lsm.deploy.agent import AgentService
 from lsm.deploy.batches import DeployWork
 from lsm.desired_state.records import ExportRequest, ResourceRecord
-from lsm.inventory.batches import utc
-from lsm.inventory.deploy_tables import lsm_resource_action, lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.batches import utc
+from lsm.store.deploy.tables import lsm_resource_action, lsm_resource_state
 
 
 class Clock:

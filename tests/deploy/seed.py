@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import delete, insert
 from sqlmodel import Session
 
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_tables import lsm_deploy_head, lsm_resource_action, lsm_resource_state
-from lsm.inventory.desired_state_tables import ds_resource
-from lsm.inventory.tables import InstanceResourcesRow
+from lsm.store.database import Database
+from lsm.store.deploy.tables import lsm_deploy_head, lsm_resource_action, lsm_resource_state
+from lsm.store.desired_state.tables import ds_resource
+from lsm.store.tables import InstanceResourcesRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

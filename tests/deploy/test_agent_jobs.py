@@ -18,10 +18,10 @@ import pytest
 
 from lsm.deploy.batches import DeployWork
 from lsm.deploy.work import Job
-from lsm.inventory import deploy_repair
-from lsm.inventory.database import Database
-from lsm.inventory.tables import ScheduleRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.database import Database
+from lsm.store.deploy import repair as deploy_repair
+from lsm.store.tables import ScheduleRow
 from tests.deploy.agents import Clock, agent_for, export, file, run, status
 
 

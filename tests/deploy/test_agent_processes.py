@@ -18,10 +18,10 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from lsm.desired_state.records import ExportRequest
-from lsm.inventory.deploy_tables import lsm_resource_state
-from lsm.inventory.tables import LeaseRow
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import build_api
+from lsm.store.deploy.tables import lsm_resource_state
+from lsm.store.tables import LeaseRow
 from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
 from tests.deploy.agents import file
 from tests.runtime.test_scale_out import database_url, wait_for

@@ -15,9 +15,9 @@ import sqlmodel
 from sqlalchemy import select
 from sqlmodel import col
 
-from lsm.inventory.deploy_tables import lsm_resource_state
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy.tables import lsm_resource_state
+from lsm.store.tables import CompileRow
 from tests.deploy import file_model
 from tests.deploy.conftest import LOCAL, get, order
 from tests.waiting import wait_until

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from lsm.inventory import deploy_queries
-from lsm.inventory.deploy_tables import lsm_resource_action, lsm_resource_state
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.tables import lsm_resource_action, lsm_resource_state
+from lsm.store.tables import CompileRow
 from tests.deploy import file_model
 from tests.deploy.conftest import LOCAL, get, order
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lsm.deploy.agent import AgentService
-from lsm.inventory import deploy_queries
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy import queries as deploy_queries
 from tests.deploy import file_model
 from tests.deploy.agents import Clock, actions, agent_for, export, file, run, status
 

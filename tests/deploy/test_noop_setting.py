@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy.tables import lsm_resource_state
 from tests.deploy.conftest import LOCAL, get, order
 
 

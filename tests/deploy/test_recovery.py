@@ -16,9 +16,11 @@ import pytest
 from sqlalchemy import func, select
 
 from lsm.deploy.agent import AgentService
-from lsm.inventory import deploy_claims, deploy_feedback, leases
-from lsm.inventory.deploy_tables import lsm_deploy_feedback, lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store import leases
+from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import feedback as deploy_feedback
+from lsm.store.deploy.tables import lsm_deploy_feedback, lsm_resource_state
 from tests.deploy.agents import Clock, agent_for, claim, run
 from tests.deploy.conftest import get, order
 

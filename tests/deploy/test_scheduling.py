@@ -18,9 +18,10 @@ from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
 from lsm.desired_state.records import ResourceRecord
-from lsm.inventory import deploy_plan, deploy_results
-from lsm.inventory.deploy_tables import lsm_resource_state
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.deploy import plan as deploy_plan
+from lsm.store.deploy import results as deploy_results
+from lsm.store.deploy.tables import lsm_resource_state
 from tests.deploy import file_model
 from tests.deploy.agents import actions, agent_for, claim, export, file, run, status
 

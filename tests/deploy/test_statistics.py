@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from lsm.inventory.database import Database
-from lsm.inventory.deploy_plan import refresh_statistics
+from lsm.store.database import Database
+from lsm.store.deploy.plan import refresh_statistics
 
 
 def _analyze_count(db: Database) -> int:

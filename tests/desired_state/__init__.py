@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import event, func, select
 
 from lsm.desired_state import ResourceRecord
-from lsm.inventory.database import Database
-from lsm.inventory.desired_state_tables import ds_head, ds_resource, ds_set_revision, ds_version
-from lsm.inventory.tables import EnvironmentRow
+from lsm.store.database import Database
+from lsm.store.desired_state.tables import ds_head, ds_resource, ds_set_revision, ds_version
+from lsm.store.tables import EnvironmentRow
 
 TABLES = (ds_head, ds_version, ds_set_revision, ds_resource)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, VersionInfo
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec, rid_of
 
 THREADS = 6

@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import ExportRuleViolation
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import WriteCounter, new_env, rec, row_counts
 
 

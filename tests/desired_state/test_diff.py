@@ -17,7 +17,7 @@ from sqlalchemy import event
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionDiff
 from lsm.desired_state.records import canonical_json
 from lsm.errors import UnknownVersion
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec, rid_of
 
 State = dict[str, tuple[str | None, ResourceRecord]]

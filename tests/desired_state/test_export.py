@@ -9,7 +9,7 @@ import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord, VersionInfo
 from lsm.errors import ExportRuleViolation, UnknownEnvironment, UnknownVersion
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec, rid_of
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest
 from lsm.errors import InvalidInput
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import WriteCounter, new_env, rec, rid_of
 from tests.desired_state.test_copy_on_write import base_export
 from tests.desired_state.test_rules import rejected

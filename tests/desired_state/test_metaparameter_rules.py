@@ -10,7 +10,7 @@ import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest
 from lsm.errors import InvalidMetaparameter
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec, rid_of, snapshot
 
 BAD: list[tuple[dict[str, Any], str]] = [

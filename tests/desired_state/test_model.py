@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import ExportRuleViolation, UnknownVersion
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec
 
 SET_NAMES = ["a", "b", "c", "d"]

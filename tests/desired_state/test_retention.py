@@ -9,8 +9,8 @@ from sqlalchemy import event, func, select
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import InvalidInput, UnknownVersion
-from lsm.inventory.database import Database
-from lsm.inventory.desired_state_tables import ds_resource, ds_set_revision
+from lsm.store.database import Database
+from lsm.store.desired_state.tables import ds_resource, ds_set_revision
 from tests.desired_state import new_env, rec, row_counts
 
 History = dict[int, list[tuple[str | None, ResourceRecord]]]

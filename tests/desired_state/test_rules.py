@@ -10,7 +10,7 @@ import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.errors import ExportRuleViolation, InvalidInput
-from lsm.inventory.database import Database
+from lsm.store.database import Database
 from tests.desired_state import new_env, rec, rid_of, snapshot
 
 X, Y, Z, S = rid_of("x"), rid_of("y"), rid_of("z"), rid_of("s")

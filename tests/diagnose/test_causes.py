@@ -23,12 +23,12 @@ from lsm.cli import app
 from lsm.compiler.queue import CompileQueue
 from lsm.facade import RequestContext
 from lsm.facade.diagnosis import Diagnosis, Situation, summary
-from lsm.inventory import leases
-from lsm.inventory.deploy_leases import lease_name
-from lsm.inventory.tables import CompileRow, utcnow
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.leases import process_identity
 from lsm.services.singleton import NAME as SQLITE_WORKER
+from lsm.store import leases
+from lsm.store.deploy.leases import lease_name
+from lsm.store.tables import CompileRow, utcnow
 from lsm.testing import served_url
 from tests.diagnose import stuck_model
 

@@ -20,10 +20,10 @@ import pytest
 
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.discovery import record_discovery
-from lsm.inventory.database import Database
 from lsm.orchestration import ForceState
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.discovery import plant_files, run_file_discovery
 

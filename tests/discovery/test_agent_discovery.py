@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.schemas.deploy import DeployRequest, ResourceActionOut
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.discovery import file_id, plant_files
 from tests.netlab import ip, netns_prefix

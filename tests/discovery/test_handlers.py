@@ -32,8 +32,8 @@ from pydantic import ValidationError
 from lsm.deploy.handler import HandlerContext, HandlerError
 from lsm.deploy.registry import HandlerRegistry
 from lsm.discovery import record_discovery
-from lsm.inventory import discovery_store
-from lsm.inventory.database import Database
+from lsm.store.database import Database
+from lsm.store.discovery import statements as discovery_store
 from tests.desired_state import new_env
 from tests.discovery import file_id, plant_files, run_file_discovery
 from tests.handlers import jail_for

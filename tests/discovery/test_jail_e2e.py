@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import build_api
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.discovery.test_agent_discovery import AGENT, EXAMPLE, actions, order, state
 

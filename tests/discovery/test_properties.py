@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsm.discovery import record_discovery
-from lsm.inventory import discovery_store
-from lsm.inventory.database import Database
 from lsm.model.resource_id import ResourceIdParts, parse_resource_id
+from lsm.store.database import Database
+from lsm.store.discovery import statements as discovery_store
 from tests.desired_state import new_env
 
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)

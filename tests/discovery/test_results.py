@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from lsm.desired_state import DesiredStateStore, ExportRequest, ResourceRecord
 from lsm.discovery import check_discovery_output, record_discovery
 from lsm.errors import InvalidDiscoveryOutput, InvalidInput
-from lsm.inventory import discovery_store as store
-from lsm.inventory.database import Database
+from lsm.store.database import Database
+from lsm.store.discovery import statements as store
 from tests.desired_state import new_env
 
 DISCOVERY = "std::FileDiscovery[agent1,name=etc]"

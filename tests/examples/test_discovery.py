@@ -20,10 +20,10 @@ import pytest
 from lsm.deploy.handler import HandlerContext, HandlerError
 from lsm.discovery import record_discovery
 from lsm.errors import ConfigurationError
-from lsm.inventory.database import Database
 from lsm.model import load_model, refine
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import build_api
+from lsm.store.database import Database
 from lsm.testing import served_url
 from tests.discovery import plant_files, run_file_discovery
 from tests.model import inst

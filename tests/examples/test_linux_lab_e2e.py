@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from lsm.inventory.deploy_tables import lsm_resource_action
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
+from lsm.store.deploy.tables import lsm_resource_action
 from tests.deploy.conftest import LOCAL, get, order
 from tests.netlab import _ip, links, namespaces, netns_prefix, ping
 

@@ -16,12 +16,12 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from lsm.errors import VersionConflict
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration import SYSTEM, ResourceOutcome, Update
 from lsm.orchestration.commit import decide_and_commit
 from lsm.orchestration.decide import Decider
 from lsm.orchestration.decide_batch import decide_one
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.tables import InstanceRow
 from tests.orchestration.helpers import Driver
 
 _TABLE: Any = InstanceRow.__table__  # type: ignore[attr-defined]

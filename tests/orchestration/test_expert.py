@@ -10,9 +10,9 @@ import pytest
 
 from lsm.errors import ExpertModeOff, InvalidAttributes, InvalidInput
 from lsm.facade import RequestContext
-from lsm.inventory.tables import EnvironmentRow
 from lsm.orchestration import ForceAttributes, ForceDestroy, ForceState
 from lsm.runtime.wiring import ApiRuntime
+from lsm.store.tables import EnvironmentRow
 from tests.orchestration.helpers import Driver
 
 LOCAL = RequestContext.local()

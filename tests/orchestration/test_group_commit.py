@@ -16,12 +16,12 @@ from sqlmodel import Session
 
 from lsm.errors import Conflict, InvalidAttributes, LsmError, UnknownInstance, VersionConflict
 from lsm.facade import RequestContext
-from lsm.inventory.repository import EVENT_TABLE, event_values
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration import steps as steps_module
 from lsm.orchestration.group import defer_insert
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
+from lsm.store.instances.repository import EVENT_TABLE, event_values
+from lsm.store.tables import InstanceRow
 from tests.orchestration.helpers import Driver, fail_the_commit, group_of, in_one_batch, update_call
 
 

@@ -23,12 +23,12 @@ from sqlmodel import Session
 
 from lsm.errors import InvalidAttributes, InvalidInput, LsmError, TransferNotAllowed, VersionConflict
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.repository import instance_versions
 from lsm.orchestration.group import GroupCommit, Planned
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.compiles import CompileKind
 from lsm.schemas.inventory import InstanceOut
+from lsm.store.database import Database
+from lsm.store.instances.repository import instance_versions
 from tests.orchestration.helpers import Driver, group_of, in_one_batch, update_call
 
 

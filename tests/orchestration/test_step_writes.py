@@ -15,11 +15,11 @@ from typing import Any
 
 from sqlalchemy import event, select
 
-from lsm.inventory.repository import STEP_COLUMNS
-from lsm.inventory.tables import InstanceRow
 from lsm.orchestration import ForceState, Update
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
+from lsm.store.instances.repository import STEP_COLUMNS
+from lsm.store.tables import InstanceRow
 from tests.orchestration.helpers import Driver, outcome
 
 

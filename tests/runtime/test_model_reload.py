@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
+from lsm.store.database import Database
 from tests.conftest import TEST_LIFECYCLES
 
 MODEL = """

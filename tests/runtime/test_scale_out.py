@@ -26,9 +26,9 @@ from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
 from lsm.facade import RequestContext
-from lsm.inventory.tables import CompileRow
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import build_api
+from lsm.store.tables import CompileRow
 from tests.conftest import POSTGRES_URL, TEST_LIFECYCLES
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from lsm.catalog import Binding, Catalog, Ref, ServiceEntity
-from lsm.inventory.database import Database
-from lsm.inventory.tables import EnvironmentRow, InstanceRefRow, InstanceRow, new_id
 from lsm.selection import InventoryView
+from lsm.store.database import Database
+from lsm.store.tables import EnvironmentRow, InstanceRefRow, InstanceRow, new_id
 
 
 class Router(ServiceEntity):

@@ -10,9 +10,9 @@ from lsm_selectors.filters import AttributeSelector, EntitySelector, StateSelect
 from lsm_selectors.relation_closure import RelationClosureSelector
 
 from lsm.errors import InvalidInput, SelectorError, UnknownEntity
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
 from lsm.selection import OwnerTreeSelector, build_selector, run_selector
+from lsm.store.database import Database
+from lsm.store.tables import InstanceRow
 from tests.selection import CATALOG, Inventory, tree_selection
 
 

@@ -7,10 +7,10 @@ from typing import Any, cast
 import pytest
 
 from lsm.errors import SelectorError
-from lsm.inventory.database import Database
 from lsm.selection import select, selector_for
 from lsm.selection.factories import REGISTERED
 from lsm.selection.lsm_compat import global_cache, partial
+from lsm.store.database import Database
 from tests.selection import CATALOG, Inventory, tree_selection
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lsm.errors import SelectorError
-from lsm.inventory.database import Database
 from lsm.selection import OwnerTreeSelector, ownership_roots, run_selector, tree_members
+from lsm.store.database import Database
 from tests.selection import CATALOG, Inventory, tree_selection
 
 

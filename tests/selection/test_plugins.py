@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from lsm.errors import ConfigurationError, UnknownSelector
-from lsm.inventory.settings import EnvironmentSettings
 from lsm.selection import (
     DEFAULT_SELECTOR,
     OwnerTreeSelector,
@@ -19,6 +18,7 @@ from lsm.selection import (
     selector_for,
     selector_names,
 )
+from lsm.store.environments.settings import EnvironmentSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = {"owner_tree", "relation_closure", "entity", "state", "attribute"}
@@ -88,7 +88,7 @@ def test_the_core_never_imports_the_bundled_selectors() -> None:
 
 
 def test_the_selection_layer_imports_only_layers_below_it() -> None:
-    allowed = {"lsm.selection", "lsm.catalog", "lsm.model", "lsm.lifecycle", "lsm.inventory", "lsm.errors"}
+    allowed = {"lsm.selection", "lsm.catalog", "lsm.model", "lsm.lifecycle", "lsm.store", "lsm.errors"}
     offenders = []
     for path in (ROOT / "lsm" / "selection").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

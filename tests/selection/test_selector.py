@@ -10,8 +10,6 @@ from sqlmodel import col
 
 from lsm.catalog import Binding, Catalog
 from lsm.errors import SelectorError
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
 from lsm.selection import (
     AttributeSetName,
     InstanceRecord,
@@ -23,6 +21,8 @@ from lsm.selection import (
     run_selector,
     select,
 )
+from lsm.store.database import Database
+from lsm.store.tables import InstanceRow
 from tests.selection import CATALOG, Inventory, count_statements, tree_selection
 
 

@@ -12,8 +12,8 @@ from sqlalchemy.exc import DisconnectionError
 
 import lsm.selection.selector as selector_module
 from lsm.errors import SelectorError
-from lsm.inventory.database import Database
 from lsm.selection import OwnerTreeSelector, run_selector
+from lsm.store.database import Database
 from tests.selection import CATALOG, Inventory
 
 

@@ -8,8 +8,6 @@ import pytest
 from sqlalchemy import event as sa_event
 
 from lsm.errors import UnknownEntity, UnknownInstance
-from lsm.inventory.database import Database
-from lsm.inventory.tables import InstanceRow
 from lsm.selection import (
     AttributeSetName,
     InstanceRecord,
@@ -18,6 +16,8 @@ from lsm.selection import (
     Relation,
     run_selector,
 )
+from lsm.store.database import Database
+from lsm.store.tables import InstanceRow
 from tests.selection import CATALOG, Inventory, count_statements, tree_selection
 
 

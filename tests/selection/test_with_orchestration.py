@@ -14,7 +14,6 @@ import pytest
 from lsm_selectors.relation_closure import RelationClosureSelector
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
 from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.selection import (
@@ -25,6 +24,7 @@ from lsm.selection import (
     build_selector,
     run_selector,
 )
+from lsm.store.database import Database
 
 MODEL = """
 from lsm.catalog import Binding, Ref, ServiceEntity

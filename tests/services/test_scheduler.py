@@ -10,11 +10,11 @@ from pathlib import Path
 from sqlmodel import select
 
 from lsm.facade import RequestContext
-from lsm.inventory.database import Database
-from lsm.inventory.tables import CompileRow, LeaseRow
 from lsm.orchestration.commands import ForceState
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.scheduler import Scheduler
+from lsm.store.database import Database
+from lsm.store.tables import CompileRow, LeaseRow
 
 NETWORKS = str(Path(__file__).resolve().parent.parent.parent / "examples" / "networks")
 T0 = datetime(2026, 11, 22, 12, 0, 30, tzinfo=UTC)

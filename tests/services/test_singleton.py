@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lsm.inventory.database import Database
-from lsm.inventory.tables import LeaseRow
 from lsm.services.singleton import NAME, AnotherWorkerRunning, hold_sqlite_worker
+from lsm.store.database import Database
+from lsm.store.tables import LeaseRow
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from lsm.inventory import webhooks as store
-from lsm.inventory.database import Database
 from lsm.schemas.webhooks import DeliveryPolicy
+from lsm.store.database import Database
+from lsm.store.webhooks import statements as store
 from tests.webhooks.receiver import Receiver, running_receiver
 
 FILE_MODEL = "tests.deploy.file_model"

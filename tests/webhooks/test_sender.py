@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lsm.facade import RequestContext
-from lsm.inventory import webhooks as store
-from lsm.inventory.database import Database
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.webhooks import CreateWebhook
 from lsm.services.webhook_dispatch import WebhookDispatcher
 from lsm.services.webhook_send import WebhookSender
+from lsm.store.database import Database
+from lsm.store.webhooks import statements as store
 from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy, queue_pings
 from tests.webhooks.receiver import Receiver
 

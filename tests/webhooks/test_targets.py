@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsm.errors import WebhookTargetRefused
-from lsm.inventory import webhooks as store
-from lsm.inventory.database import Database
 from lsm.runtime.wiring import ApiRuntime
 from lsm.services.webhook_send import WebhookSender
+from lsm.store.database import Database
+from lsm.store.webhooks import statements as store
 from lsm.testing import served_url
 from lsm.webhooks.targets import check_registration, pinned, rule_of
 from tests.webhooks.conftest import FILE_MODEL, fast_config, fast_policy, queue_pings

@@ -3,7 +3,7 @@
 Why a second way in: a browser cannot send ``Authorization: Bearer`` on a link, a form post or
 an ``EventSource``. So the login page (``lsm.api.console.login``) takes an API token (the same
 tokens, checked by the same ``lsm.api.auth.Authenticator``), opens a console session bound to
-it (``lsm.inventory.sessions``: a random id stored hashed, with an expiry) and stores the
+it (``lsm.store.auth.sessions``: a random id stored hashed, with an expiry) and stores the
 session's id, never the token, in the HttpOnly, SameSite=Strict cookie ``lsm_session`` (Secure
 over https). Logging out deletes the session; revoking the token deletes its sessions. Every
 console route resolves its caller from that cookie (a session that is unknown, expired, ended

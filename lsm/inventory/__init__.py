@@ -1,1 +1,0 @@
-"""lsm.inventory"""

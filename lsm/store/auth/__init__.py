@@ -1,0 +1,1 @@
+"""Authentication: API tokens, console sessions and their tables."""

@@ -1,0 +1,1 @@
+"""Compile requests: the queue, request parameters, what exports record, failed exports."""

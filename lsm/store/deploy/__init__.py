@@ -1,0 +1,1 @@
+"""Deployment: per-resource deploy state, the planner's statements, claims and feedback."""

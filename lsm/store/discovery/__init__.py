@@ -1,0 +1,1 @@
+"""Discovery: the results of discovery runs and their adoptions."""

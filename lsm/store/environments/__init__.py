@@ -1,0 +1,1 @@
+"""Environments: their settings and the emergency brake (halts, paused agents)."""

@@ -1,0 +1,1 @@
+"""Service instances: their rows, events, relations, change markers, compile reads."""

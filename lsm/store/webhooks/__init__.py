@@ -1,0 +1,1 @@
+"""Webhooks: receivers, queued deliveries and their outcomes."""
