@@ -50,7 +50,7 @@ def postgres_at_head(url: str) -> Database:
     with database.write_engine.begin() as conn:
         conn.exec_driver_sql(f'CREATE SCHEMA "{database.schema}"')
         # psycopg runs a query without parameters as a script, several statements at once
-        conn.connection.driver_connection.execute(script)  # type: ignore[union-attr]
+        conn.connection.driver_connection.execute(script)  # type: ignore[union-attr]  # a live psycopg connection here
     return database
 
 

@@ -24,7 +24,7 @@ from lsm.runtime.wiring import ApiRuntime
 from lsm.store.tables import InstanceRow
 from tests.orchestration.helpers import Driver
 
-_TABLE: Any = InstanceRow.__table__  # type: ignore[attr-defined]
+_TABLE: Any = InstanceRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
 
 
 def moved_once(session: Session, instance_id: str, command: Any) -> Any:
