@@ -260,14 +260,20 @@ class FaultOptions:
     lease_ttl: float | None = None
 
 
-def run_burst(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
-    """The ``burst`` scenario on a started database (module docstring)."""
+def start_scaled_out(cluster: Cluster, options: FaultOptions) -> None:
+    """The API (``lsm server --no-worker``), ``--workers`` workers and ``--agents`` agents, once
+    every agent holds its presence lease."""
     cluster.start_server(worker=False)
     for n in range(options.workers):
         cluster.start_worker(n)
     for n in range(options.agents):
         cluster.start_agent(n)
     cluster.wait_agents(options.agents, time.monotonic() + 120.0)
+
+
+def run_burst(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
+    """The ``burst`` scenario on a started database (module docstring)."""
+    start_scaled_out(cluster, options)
     names = [f"b{i}" for i in range(options.orders)]
     sent = asyncio.run(send_orders(cluster.base_url, names, concurrency=options.concurrency))
     burst_end = time.monotonic()
@@ -357,12 +363,7 @@ def run_terminate(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
     ``--span`` seconds, and every backend of the database cut ``--kills`` times meanwhile."""
     if not cluster.url.startswith("postgresql"):
         raise BenchmarkError("--case terminate needs --database-url postgresql://...")
-    cluster.start_server(worker=False)
-    for n in range(options.workers):
-        cluster.start_worker(n)
-    for n in range(options.agents):
-        cluster.start_agent(n)
-    cluster.wait_agents(options.agents, time.monotonic() + 120.0)
+    start_scaled_out(cluster, options)
     names = [f"t{i}" for i in range(options.orders)]
     cuts: list[dict[str, float]] = []
 

@@ -132,6 +132,11 @@ SLOW = (
     "tests/services/test_singleton.py",  # worker processes contending for the lease
     "tests/console/test_browser.py",  # chromium
     "tests/console/test_operations_browser.py",  # chromium
+    "tests/console/test_readable_browser.py",  # chromium
+    "tests/console/test_disclosure_browser.py",  # chromium
+    "tests/services/test_scheduler.py",  # a cron schedule waited for in real time
+    "tests/compiler/test_batched_validation.py",  # a property search over batched validation rounds
+    "tests/compiler/test_compile_isolation.py",  # compile processes blocked, starved and killed
     "tests/examples/",  # the examples end to end, the Linux network lab
     "tests/handlers/test_netlab.py",  # network namespaces
     "tests/discovery/test_jail_e2e.py",  # an agent process in its jail
