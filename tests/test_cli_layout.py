@@ -1,20 +1,30 @@
 """How the ``lsm`` command is laid out: one module per command group composed by
-``lsm/cli/__init__.py``, no import cycle between its modules, and the shared options
-(``--url``, ``--environment``, ``--json``, ``--token``) declared once, on the root, and read
-wherever they stand on the line."""
+``lsm/cli/__init__.py``, no import cycle between its modules, the shared options (``--url``,
+``--environment``, ``--json``, ``-o``, ``--wide``, ``--token``) declared once, on the root, and
+read wherever they stand on the line; and how its tables are laid out (``lsm.cli.layout``):
+the real ``lsm resources`` piped prints one resource per line at 80 columns."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
-from lsm.cli import app
+from lsm.cli import app, layout, render
 from lsm.cli.options import SHARED_OPTIONS, hoist_shared_options
+from lsm.runtime.wiring import ApiRuntime
+from lsm.testing import served_url
+from tests.deploy.seed import rid, seed_states, state
 
 CLI = Path(__file__).resolve().parent.parent / "lsm" / "cli"
 SUBMODULES = {p.stem for p in CLI.glob("*.py")} - {"__init__", "__main__"}
@@ -67,7 +77,7 @@ def test_the_shared_options_are_declared_once_on_the_root() -> None:
         where: sorted(opt for param in command.params for opt in param.opts if opt in SHARED_OPTIONS)
         for where, command in _commands(root)
     }
-    assert declared.pop("lsm") == ["--environment", "--json", "--token", "--url", "-e"]
+    assert declared.pop("lsm") == ["--environment", "--json", "--token", "--url", "--wide", "-e"]
     assert {where: opts for where, opts in declared.items() if opts} == {}
 
 
@@ -84,6 +94,11 @@ def test_the_shared_options_are_declared_once_on_the_root() -> None:
         (["x", "--", "--json"], ["x", "--", "--json"]),  # after -- everything is an argument
         (["instance", "list", "--url"], ["instance", "list", "--url"]),  # no value: the command says so
         (["resources", "--status", "failed"], ["resources", "--status", "failed"]),
+        (["resources", "-o", "yaml", "--wide"], ["-o", "yaml", "--wide", "resources"]),
+        (["resources", "--output=json", "-otable"], ["--output=json", "-otable", "resources"]),
+        # an -o whose value is no output form is the command's own (a file to write)
+        (["graph", "owners", "-o", "owners.svg"], ["graph", "owners", "-o", "owners.svg"]),
+        (["graph", "owners", "--output=x.dot"], ["graph", "owners", "--output=x.dot"]),
     ],
 )
 def test_shared_options_are_read_wherever_they_stand(line: list[str], hoisted: list[str]) -> None:
@@ -109,5 +124,52 @@ def test_a_commands_help_points_at_the_shared_options() -> None:
     server = runner.invoke(app, ["server", "--help"], env={"COLUMNS": "200"})
 
     assert listing.exit_code == 0 and server.exit_code == 0
-    assert "--url, -e/--environment, --json and --token" in listing.stdout
+    assert "--url, -e/--environment, --json, -o json|yaml|table, --wide and --token" in listing.stdout
     assert "--token" not in server.stdout  # it runs the engine: it takes none of them
+
+
+#: resource ids long enough that a table laid out for 80 columns would fold them
+LONG_IDS = [
+    "std::File[h1:x,path=/etc/lsm,a=b:c/motd]",
+    *(rid("net::Host", "agent-one", f"host-with-a-long-name-{n}") for n in range(3)),
+    rid("net::Port", "agent-two", "port-with-a-long-name"),
+]
+
+
+def test_lsm_resources_piped_prints_one_resource_per_line_at_80_columns(
+    engine_factory: Callable[..., ApiRuntime],
+) -> None:
+    engine = engine_factory("tests.deploy.filemodel")
+    seed_states(
+        engine.db,
+        engine.context(None).env_id,
+        [state(i, status="failed", last_error="unreachable\nsecond line") for i in LONG_IDS],
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LSM_")}
+    env.update(PYTHONPATH=str(CLI.parent.parent), COLUMNS="80")
+    with served_url(engine) as url:
+        line = f"{shlex.quote(sys.executable)} -m lsm.cli resources --url {shlex.quote(url)} | cat"
+        piped = subprocess.run(line, shell=True, capture_output=True, text=True, env=env, check=False)
+
+    assert piped.returncode == 0, piped.stderr
+    header, *rows = piped.stdout.splitlines()
+    assert header.split("\t")[:3] == ["id", "agent", "status"]
+    assert sorted(row.split("\t")[0] for row in rows) == sorted(LONG_IDS)  # one line each, ids whole
+    assert all(row.split("\t")[2] == "failed" and row.endswith("unreachable") for row in rows)
+    assert max(len(row) for row in rows) > 80  # not folded to the width it was given
+
+
+def test_a_fitted_table_drops_the_last_columns_and_shortens_ids() -> None:
+    uuid = "0b9f6d0e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+    table = render.table("things", ("id", "name", "note"))
+    table.add_row(uuid, "short", "x" * 60)
+    console = Console(width=40, record=True, color_system=None, force_terminal=True)
+
+    fitted = layout.fitted(table, 40)
+    console.print(fitted)
+    shown = console.export_text()
+
+    assert [column.header for column in fitted.columns] == ["id", "name"]
+    assert uuid[:8] in shown and uuid not in shown
+    assert "1 column(s) hidden" in shown
+    assert layout.plain_lines(table) == ["id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]

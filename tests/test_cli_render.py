@@ -1,6 +1,7 @@
-"""How the ``lsm`` command shows things (``lsm.cli.render``): full local times with their offset
-in tables, UTC ISO 8601 in ``--json``, and columns that fold instead of being cut, through the
-real commands against a real server."""
+"""How the ``lsm`` command shows things (``lsm.cli.render``, ``lsm.cli.layout``): full local
+times with their offset in tables, UTC ISO 8601 in ``--json``, ``-o json|yaml`` holding the same
+records, tables fitted to a terminal (short ids, ``--wide`` for all) and plain lines, one record
+each, for a pipe, through the real commands against a real server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from lsm.cli import app, render
+from lsm.cli.console import out
 from tests.api.fixtures import engine, url
 
 __all__ = ["engine", "url"]
@@ -29,6 +31,13 @@ def india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's stdout is a terminal (without colours), as in a shell: CliRunner's is not."""
+    monkeypatch.setattr(out, "_force_terminal", True)
+    monkeypatch.setattr(out, "_color_system", None)
 
 
 def run(url: str, *args: str, columns: int = 200) -> Any:
@@ -63,14 +72,14 @@ def test_tables_show_local_time_with_offset_and_json_shows_utc(url: str, india: 
         assert expected in output
 
 
-def test_a_narrow_terminal_folds_columns_and_cuts_nothing(url: str) -> None:
+def test_a_narrow_terminal_folds_columns_and_cuts_nothing_with_wide(url: str, terminal: None) -> None:
     created = json.loads(
         run(
             url, "instance", "create", "note", "--attr", "title=a-rather-long-title-for-this-note", "--json"
         ).stdout
     )
-    listed = run(url, "instance", "list", "note", columns=60).stdout
-    log = run(url, "instance", "log", "note", created["id"], columns=50).stdout
+    listed = run(url, "instance", "list", "note", "--wide", columns=60).stdout
+    log = run(url, "instance", "log", "note", created["id"], "--wide", columns=50).stdout
 
     assert "…" not in listed and "…" not in log
     assert created["id"] in column(listed, 0)
@@ -113,3 +122,60 @@ def test_a_table_to_no_terminal_keeps_ids_and_times_on_one_line(url: str) -> Non
     assert listed.exit_code == 0 and log.exit_code == 0, listed.output + log.output
     assert any(created["id"] in line for line in listed.stdout.splitlines())
     assert any(render.local_time(event["created_at"]) in line for line in log.stdout.splitlines())
+
+
+def _notes(url: str, count: int) -> list[dict[str, Any]]:
+    return [
+        json.loads(
+            run(
+                url, "instance", "create", "note", "--attr", f"title=note-{n}-with-a-longish-title", "--json"
+            ).stdout
+        )
+        for n in range(count)
+    ]
+
+
+def test_a_table_piped_at_80_columns_is_one_plain_line_per_record(url: str) -> None:
+    notes = _notes(url, 3)
+    for extra in ((), ("-o", "table")):
+        lines = run(url, "instance", "list", "note", *extra, columns=80).stdout.splitlines()
+
+        assert lines[0].split("\t") == ["id", "state", "version", "owner", "attributes"]
+        assert len(lines) == 1 + len(notes)  # the header, then one line per record
+        assert sorted(line.split("\t")[0] for line in lines[1:]) == sorted(n["id"] for n in notes)
+        assert not any(char in "".join(lines) for char in "│┃━─…")
+        assert all("longish-title" in line for line in lines[1:])
+
+
+def test_output_json_and_yaml_hold_the_same_records_as_json(url: str) -> None:
+    import yaml
+
+    _notes(url, 2)
+    as_json = json.loads(run(url, "instance", "list", "note", "--json").stdout)
+    dash_o = json.loads(run(url, "instance", "list", "note", "-o", "json").stdout)
+    as_yaml = yaml.safe_load(run(url, "instance", "list", "note", "-o", "yaml").stdout)
+    before = yaml.safe_load(run(url, "-o", "yaml", "instance", "list", "note").stdout)
+
+    assert len(as_json) == 2
+    assert dash_o == as_json == as_yaml == before
+    refused = CliRunner().invoke(app, ["instance", "list", "note", "--json", "-o", "yaml", "--url", url])
+    assert refused.exit_code == 2
+
+
+def test_a_terminal_at_80_columns_keeps_each_row_on_one_line_with_short_ids(url: str, terminal: None) -> None:
+    notes = _notes(url, 3)
+    shown = run(url, "instance", "list", "note", columns=80).stdout
+    lines = shown.splitlines()
+
+    assert all(len(line) <= 80 for line in lines)
+    for note in notes:
+        assert note["id"] not in shown
+        [row] = [line for line in lines if note["id"][:8] in line]
+        assert "draft" in row or note["state"] in row
+
+
+def test_wide_shows_full_ids_on_a_terminal(url: str, terminal: None) -> None:
+    notes = _notes(url, 2)
+    shown = run(url, "instance", "list", "note", "--wide", columns=200).stdout
+
+    assert all(note["id"] in shown for note in notes)

@@ -62,7 +62,7 @@ app = typer.Typer(
     name="lsm",
     cls=SharedOptionsGroup,
     help="lsm-engine: service lifecycle engine (Inmanta LSM style).\n\n"
-    "--url, --environment, --json and --token may also be written after the command "
+    "--url, --environment, --json, -o, --wide and --token may also be written after the command "
     "(lsm instance list router --url URL).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

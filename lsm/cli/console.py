@@ -1,19 +1,20 @@
 """The two consoles of the ``lsm`` command: ``out`` for answers (stdout), ``err`` for errors,
 progress and notes (stderr), so that ``lsm ... | grep`` and ``--json`` see only the answer.
 
-Why ``out`` has a width rule of its own: rich lays a table out for the terminal, and without
-one (a pipe, a file, cron, CI) it assumes 80 columns, so a listing folds its ids and times over
-several lines that neither grep nor a reader of a log can use. When stdout is not a terminal
-and ``COLUMNS`` does not say otherwise, ``out`` lays out for ``UNBOUNDED_WIDTH`` columns: a row
-is one line, as long as its cells. On a terminal, or with ``COLUMNS``, rich's own rule holds
-(columns fold to fit, nothing is cut: ``lsm.cli.render``).
+Why ``out`` has rules of its own: rich lays everything out for the terminal, and without one
+(a pipe, a file, cron, CI) it assumes 80 columns (or ``COLUMNS``), so a listing would fold its
+ids and times over several lines that neither grep nor a reader of a log can use. So ``out``
+hands every table it prints to ``lsm.cli.layout`` (plain lines off a terminal, a table fitted
+to the terminal on one, every column with ``--wide``), and when stdout is not a terminal it
+lays the rest out for ``UNBOUNDED_WIDTH`` columns whatever ``COLUMNS`` says: a line is never
+wrapped for a pipe.
 
 Imports only rich's console: ``lsm --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
 from rich.console import Console, ConsoleDimensions
 
@@ -27,13 +28,31 @@ class _Output(Console):
     @property
     def size(self) -> ConsoleDimensions:
         measured = super().size
-        if self._width is None and "COLUMNS" not in os.environ and not self.is_terminal:
+        if self._width is None and not self.is_terminal:
             return ConsoleDimensions(UNBOUNDED_WIDTH, measured.height)
         return measured
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print as rich does, each table laid out for where it goes (``lsm.cli.layout``)."""
+        from rich.table import Table
+
+        from lsm.cli.layout import arrange
+        from lsm.cli.options import wide_requested
+
+        if not any(isinstance(item, Table) for item in objects):
+            super().print(*objects, **kwargs)
+            return
+        for item in objects:
+            shown = arrange(item, self, wide=wide_requested())
+            if isinstance(shown, list):
+                # written as they are: rich would expand the tabs that separate the cells
+                self.file.write("".join(f"{line}\n" for line in shown))
+            else:
+                super().print(shown, **kwargs)
 
 
 out: Console = _Output(highlight=False)

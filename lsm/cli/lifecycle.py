@@ -3,11 +3,11 @@ files (no server), as tables, Graphviz DOT or JSON."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
+from lsm.cli.calls import print_json
 from lsm.cli.console import out
 from lsm.cli.errors import errors_reported
 from lsm.cli.options import shared
@@ -32,7 +32,7 @@ def lifecycle_show(
     with errors_reported():
         spec = LifecycleRegistry.discover(lifecycle_dir or []).get(name)
     if shared(ctx).json:
-        typer.echo(json.dumps(spec.model_dump(mode="json"), indent=2))
+        print_json(spec.model_dump(mode="json"))
     elif dot:
         typer.echo(render_dot(spec), nl=False)
     else:

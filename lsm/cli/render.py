@@ -4,10 +4,10 @@ Why one module: every listing (instances, event log, resources, compiles, tokens
 must look the same and obey the same two rules, and a rule kept by each command separately is
 a rule some command forgets:
 
-* **Nothing is cut.** Every column folds (``overflow="fold"``) and none is ``no_wrap``: rich
-  crops a ``no_wrap`` cell with an ellipsis when the terminal is narrow, and a cut id or time
-  can not be copied or trusted. Rich keeps a cell whole while the table fits (a cell's minimum
-  width is its longest word), so ids and times only fold on a terminal too narrow for them.
+* **Nothing is cut here.** Every column folds (``overflow="fold"``) and none is ``no_wrap``:
+  a table is built whole, and ``lsm.cli.layout`` decides, when it is printed, what a terminal
+  shows of it (short ids and fewer columns unless ``--wide``) and makes it plain lines for a
+  pipe, where every id and time is whole.
 * **Times are full.** The API answers ISO 8601 in UTC (``--json`` prints it as is); a table
   shows each time as local time with its UTC offset and milliseconds
   (``2026-11-24 09:03:12.512+01:00``), so that it can be read at a glance and still compared

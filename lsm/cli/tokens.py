@@ -3,14 +3,13 @@ admin token straight into the database, on the server's machine."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from lsm.cli import render
-from lsm.cli.calls import call
+from lsm.cli.calls import call, print_json
 from lsm.cli.console import err, out
 from lsm.cli.errors import errors_reported
 from lsm.cli.options import shared
@@ -104,7 +103,7 @@ def token_create(
             db.dispose()
     data = {"id": token_id, "name": name, "roles": {"*": "admin"}, "expires_at": expires_at.isoformat()}
     if shared(ctx).json:
-        typer.echo(json.dumps({**data, "token": secret}, indent=2))
+        print_json({**data, "token": secret})
     else:
         _show_token({**data, "token": secret})
 
