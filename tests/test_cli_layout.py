@@ -152,7 +152,8 @@ def test_lsm_resources_piped_prints_one_resource_per_line_at_80_columns(
         piped = subprocess.run(line, shell=True, capture_output=True, text=True, env=env, check=False)
 
     assert piped.returncode == 0, piped.stderr
-    header, *rows = piped.stdout.splitlines()
+    title, header, *rows = piped.stdout.splitlines()
+    assert title == "resources"
     assert header.split("\t")[:3] == ["id", "agent", "status"]
     assert sorted(row.split("\t")[0] for row in rows) == sorted(LONG_IDS)  # one line each, ids whole
     assert all(row.split("\t")[2] == "failed" and row.endswith("unreachable") for row in rows)
@@ -172,4 +173,4 @@ def test_a_fitted_table_drops_the_last_columns_and_shortens_ids() -> None:
     assert [column.header for column in fitted.columns] == ["id", "name"]
     assert uuid[:8] in shown and uuid not in shown
     assert "1 column(s) hidden" in shown
-    assert layout.plain_lines(table) == ["id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]
+    assert layout.plain_lines(table) == ["things", "id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]

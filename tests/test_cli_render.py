@@ -140,11 +140,12 @@ def test_a_table_piped_at_80_columns_is_one_plain_line_per_record(url: str) -> N
     for extra in ((), ("-o", "table")):
         lines = run(url, "instance", "list", "note", *extra, columns=80).stdout.splitlines()
 
-        assert lines[0].split("\t") == ["id", "state", "version", "owner", "attributes"]
-        assert len(lines) == 1 + len(notes)  # the header, then one line per record
-        assert sorted(line.split("\t")[0] for line in lines[1:]) == sorted(n["id"] for n in notes)
+        assert lines[0] == "note instances"  # the title
+        assert lines[1].split("\t") == ["id", "state", "version", "owner", "attributes"]
+        assert len(lines) == 2 + len(notes)  # title and header, then one line per record
+        assert sorted(line.split("\t")[0] for line in lines[2:]) == sorted(n["id"] for n in notes)
         assert not any(char in "".join(lines) for char in "│┃━─…")
-        assert all("longish-title" in line for line in lines[1:])
+        assert all("longish-title" in line for line in lines[2:])
 
 
 def test_output_json_and_yaml_hold_the_same_records_as_json(url: str) -> None:

@@ -6,7 +6,8 @@ Why here and not in each command: a command builds one rich table with every col
 to ``arrange``, so every listing obeys the same three rules:
 
 * **Not a terminal** (a pipe, a file, ``-o table | cat``): plain text, one record per line, the
-  header first, cells separated by a tab, no box drawing, full ids, never wrapped whatever the
+  table's title and header first (a command may print several tables, and the title says
+  which), cells separated by a tab, no box drawing, full ids, never wrapped whatever the
   width, so that ``grep``, ``cut -f`` and ``wc -l`` see a row as one line.
 * **A terminal**: ids (UUIDs) are shown short (their first ``SHORT_ID`` characters), and the
   columns that do not fit are dropped, the last first (a command lists its columns most
@@ -55,11 +56,20 @@ def plain(value: Any) -> str:
 
 
 def plain_lines(table: Table) -> list[str]:
-    """A table as plain lines: the header (if it has one), then one line per row, tab-separated."""
+    """A table as plain lines: its title (if it has one), its header (if it has one), then one
+    line per row, tab-separated; a table set in a cell (a grid of tables) as its own lines."""
+    from rich.table import Table
+
     columns = table.columns
-    lines = ["\t".join(plain(column.header) for column in columns)] if table.show_header else []
-    cells = [list(column.cells) for column in columns]
-    lines.extend("\t".join(plain(cell) for cell in row) for row in zip(*cells, strict=True))
+    lines = [plain(table.title)] if table.title else []
+    if table.show_header:
+        lines.append("\t".join(plain(column.header) for column in columns))
+    for row in zip(*(list(column.cells) for column in columns), strict=True):
+        nested = [cell for cell in row if isinstance(cell, Table)]
+        if nested:
+            lines.extend(line for inner in nested for line in plain_lines(inner))
+        else:
+            lines.append("\t".join(plain(cell) for cell in row))
     return lines
 
 
