@@ -160,17 +160,26 @@ def test_lsm_resources_piped_prints_one_resource_per_line_at_80_columns(
     assert max(len(row) for row in rows) > 80  # not folded to the width it was given
 
 
-def test_a_fitted_table_drops_the_last_columns_and_shortens_ids() -> None:
+def _shown(table: Any, width: int) -> str:
+    console = Console(width=width, record=True, color_system=None, force_terminal=True)
+    console.print(table)
+    return console.export_text()
+
+
+def test_a_fitted_table_drops_or_cuts_the_last_columns_and_shortens_ids() -> None:
     uuid = "0b9f6d0e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
     table = render.table("things", ("id", "name", "note"))
     table.add_row(uuid, "short", "x" * 60)
-    console = Console(width=40, record=True, color_system=None, force_terminal=True)
 
-    fitted = layout.fitted(table, 40)
-    console.print(fitted)
-    shown = console.export_text()
+    narrow, cut = layout.fitted(table, 25), layout.fitted(table, 40)
+    narrow_text, cut_text = _shown(narrow, 25), _shown(cut, 40)
 
-    assert [column.header for column in fitted.columns] == ["id", "name"]
-    assert uuid[:8] in shown and uuid not in shown
-    assert "1 column(s) hidden" in shown
+    assert [column.header for column in narrow.columns] == ["id", "name"]
+    assert "1 column(s) hidden" in narrow_text
+    assert [column.header for column in cut.columns] == ["id", "name", "note"]
+    assert "…" in cut_text and "x" * 60 not in cut_text and "a column is cut" in cut_text
+    for text, width in ((narrow_text, 25), (cut_text, 40)):
+        assert uuid[:8] in text and uuid not in text
+        assert all(len(line) <= width for line in text.splitlines())
+        assert sum(uuid[:8] in line for line in text.splitlines()) == 1  # the row is one line
     assert layout.plain_lines(table) == ["things", "id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]

@@ -11,8 +11,9 @@ to ``arrange``, so every listing obeys the same three rules:
   width, so that ``grep``, ``cut -f`` and ``wc -l`` see a row as one line.
 * **A terminal**: ids (UUIDs) are shown short (their first ``SHORT_ID`` characters), and the
   columns that do not fit are dropped, the last first (a command lists its columns most
-  important first); a row stays on one line, the last column kept cut with an ellipsis when
-  even the first ones do not fit.
+  important first), the first of them kept shortened with an ellipsis when there is room for
+  some of it; a row stays on one line, cut with an ellipsis when even the first columns do not
+  fit.
 * **A terminal with** ``--wide``: every column and full ids; columns fold to fit, nothing is cut.
 
 A table without a header (one object's keys and values, ``render.key_values``) is one record
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 #: how many characters of an id a table on a terminal shows (``--wide``: all of them)
 SHORT_ID = 8
+
+#: the fewest characters a shortened column keeps (fewer: it is left out instead)
+SHORTENED_MIN = 12
 
 #: a UUID as the API writes it: the ids that are shortened on a terminal
 _UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
@@ -79,6 +83,13 @@ def _width(value: Any) -> int:
     return cell_len(plain(value))
 
 
+def _note(hidden: int, shortened: bool) -> str | None:
+    """The caption of a fitted table that does not show everything."""
+    if hidden:
+        return f"{hidden} column(s) hidden: --wide shows them"
+    return "a column is cut: --wide shows it whole" if shortened else None
+
+
 def fitted(table: Table, width: int) -> Table:
     """``table`` for a terminal ``width`` columns wide: short ids, the columns that do not fit
     dropped from the last, every row on one line (see the module docstring)."""
@@ -98,21 +109,28 @@ def fitted(table: Table, width: int) -> Table:
     # a box-drawn table costs one border per column plus one, and a space each side of a cell
     while keep > 1 and sum(natural[:keep]) + 3 * keep + 1 > width:
         keep -= 1
+    # the first column left out is shown shortened instead when there is room for some of it
+    room = width - (sum(natural[:keep]) + 3 * keep + 1) - 3
+    shortened = keep < len(columns) and room >= SHORTENED_MIN
+    if shortened:
+        natural[keep] = room
+        keep += 1
     made = Table(
         title=table.title,
         title_justify=table.title_justify,
         show_header=table.show_header,
         box=table.box,
-        caption=f"{len(columns) - keep} column(s) hidden: --wide shows them" if keep < len(columns) else None,
+        caption=_note(len(columns) - keep, shortened),
         caption_justify="left",
     )
-    for column in columns[:keep]:
+    for index, column in enumerate(columns[:keep]):
         made.add_column(
             escape(plain(column.header)),
             style=column.style,
             header_style=column.header_style,
             no_wrap=True,
             overflow="ellipsis",
+            max_width=natural[index] if shortened and index == keep - 1 else None,
         )
     for row in rows:
         made.add_row(*row[:keep])
