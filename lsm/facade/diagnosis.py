@@ -200,11 +200,7 @@ class Diagnosis(ResourceRule):
             return None
         holder = f"{row.lease_owner} since {clock(row.started_at)}"
         why = "whose process is gone" if gone else "whose heartbeat stopped"
-        when = (
-            f"it is taken over at {clock(expires)}"
-            if expires > self.now
-            else f"it expired at {clock(expires)} and is taken over by the next worker that claims"
-        )
+        when = self.taken_over(expires, "worker that claims")
         message = f"the lease of compile {row.id} is held by {holder}, {why}; {when}"
         return self._cause(
             "stale_lock",

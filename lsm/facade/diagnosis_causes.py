@@ -109,6 +109,20 @@ class DiagnosisBase:
             status=row["status"],
         )
 
+    def taken_over(self, expires: datetime, taker: str) -> str:
+        """When a stale holding is taken back (``taker``: who takes it, e.g. "agent that looks").
+
+        Before its expiry a holding is stale only because its process is gone from this host,
+        and then the next taker does not wait for the lease (``lsm.store.leases.process_gone``,
+        ``owner_gone``): leases of agent names, the SQLite worker's lease and compile claims
+        alike."""
+        if expires > self.now:
+            return (
+                f"the next {taker} takes it over without waiting for the lease "
+                f"(which would be taken over at {clock(expires)})"
+            )
+        return f"it expired at {clock(expires)} and is taken over by the next {taker}"
+
     def _stale_lease(self, lease: LeaseRow, what: str, taker: str = "agent") -> Cause | None:
         """A lease whose holder stopped renewing it or whose process is gone, else None."""
         expires = aware(lease.expires_at)
@@ -117,12 +131,8 @@ class DiagnosisBase:
             return None
         holder = f"{lease.owner} since {clock(lease.acquired_at)}"
         why = "whose process is gone" if gone and expires > self.now else "whose heartbeat stopped"
-        message = (
-            f"the lease of {what} is held by {holder}, {why}; it is taken over at {clock(expires)}"
-            if expires > self.now
-            else f"the lease of {what} is held by {holder}, {why}; it expired at {clock(expires)} "
-            f"and is taken over by the next {taker} that looks"
-        )
+        when = self.taken_over(expires, f"{taker} that looks")
+        message = f"the lease of {what} is held by {holder}, {why}; {when}"
         return self._cause(
             "stale_lock", message, "lock", lease.name, expires, holder=lease.owner, info=lease.info or {}
         )
