@@ -341,14 +341,15 @@ def run_kills(cluster: Cluster, options: FaultOptions) -> dict[str, Any]:
 
 def terminate_backends(url: str) -> int:
     """``pg_terminate_backend`` of every connection to the database of ``url`` (but this one):
-    how many were cut."""
+    how many were cut. The two-argument form waits until each backend is gone, so a cut is
+    complete when it is counted (as ``tests/runtime/test_connection_loss.py`` does)."""
     database = make_url(url).database
     admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             cut = conn.execute(
                 text(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "SELECT count(pg_terminate_backend(pid, 30000)) FROM pg_stat_activity "
                     "WHERE datname = :db AND pid <> pg_backend_pid()"
                 ),
                 {"db": database},
