@@ -8,8 +8,13 @@ import subprocess
 import sys
 
 
-def dead_owner(role: str) -> str:
-    """An owner name (``role@host:pid:nonce``) whose process ran on this host and has exited."""
+def dead_pid() -> int:
+    """The pid of a process of this host that has exited (a killed worker's)."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    return f"{role}@{socket.gethostname()}:{child.pid}:0dead0"
+    return child.pid
+
+
+def dead_owner(role: str) -> str:
+    """An owner name (``role@host:pid:nonce``) whose process ran on this host and has exited."""
+    return f"{role}@{socket.gethostname()}:{dead_pid()}:0dead0"

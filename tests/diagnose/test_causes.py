@@ -7,8 +7,6 @@ one, a compile lease left by a killed worker and one whose heartbeat stopped, a 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -31,6 +29,7 @@ from lsm.store.deploy.leases import lease_name
 from lsm.store.tables import CompileRow, utcnow
 from lsm.testing import served_url
 from tests.diagnose import stuck_model
+from tests.owners import dead_pid
 
 MODEL_FILE = Path(stuck_model.__file__)
 LOCAL = RequestContext.local()
@@ -157,13 +156,6 @@ def test_skipped_dependency_walks_to_the_failed_root_across_agents(
     )
 
 
-def _dead_pid() -> int:
-    """The pid of a process that has exited (a killed worker's)."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 def _claim_full(engine: ApiRuntime, http: httpx.Client, owner: str, ttl: float) -> str:
     """A full compile claimed by ``owner`` (a worker that then stops), as the queue claims it."""
     http.post("/api/v1/compiles", json={"kind": "full"})
@@ -178,7 +170,7 @@ def test_stale_compile_lock_of_a_killed_worker(engine: ApiRuntime, http: httpx.C
     router = order(http, "router", {"name": "r1"})
     engine.processing.drain()
     _, info = process_identity("worker")
-    owner = f"worker@{info['host']}:{_dead_pid()}:dead0000/claim1"
+    owner = f"worker@{info['host']}:{dead_pid()}:dead0000/claim1"
     full = _claim_full(engine, http, owner, ttl=3600)
     body = diagnose(http, "router", router)
 
@@ -223,7 +215,7 @@ def test_stale_agent_lease_of_a_killed_agent_holds_the_deploy(engine: ApiRuntime
     agent.claiming.agents = {"ports"}
     env_id = engine.context(None).env_id
     _, info = process_identity("agent")
-    pid = _dead_pid()
+    pid = dead_pid()
     holder = f"agent@{info['host']}:{pid}:dead0000"
     with engine.db.write() as session:  # the lease the killed agent process left behind
         leases.acquire(
@@ -303,7 +295,7 @@ def test_a_state_that_moves_on_by_itself_is_in_transition(engine: ApiRuntime, ht
 def test_stale_lease_of_the_one_sqlite_compile_worker(engine: ApiRuntime, http: httpx.Client) -> None:
     """A killed SQLite compile worker leaves its lease: the queued validation names it."""
     _, info = process_identity("worker")
-    pid = _dead_pid()
+    pid = dead_pid()
     with engine.db.write() as session:
         leases.acquire(
             session,
