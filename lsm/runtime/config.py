@@ -39,6 +39,7 @@ from lsm.schemas.limits import (
 )
 from lsm.schemas.webhooks import DeliveryPolicy
 from lsm.store.database import DEFAULT_DATABASE_URL
+from lsm.store.pools import PoolConfig
 
 ENV_VARS = {
     "database_url": "LSM_DATABASE_URL",
@@ -132,6 +133,9 @@ class ServerConfig(BaseModel):
     webhooks: DeliveryPolicy = Field(default_factory=DeliveryPolicy)
     #: dispatch and send webhook deliveries in this process's service loop (server and worker)
     webhooks_enabled: bool = True
+    #: PostgreSQL connection pools: this process's ceiling, the wait for a free connection, and
+    #: the deployment's budget checked at start-up (``[db_pool]``, ``lsm.store.pools``)
+    db_pool: PoolConfig = Field(default_factory=PoolConfig)
 
     @field_validator("handler_url_roots")
     @classmethod

@@ -343,7 +343,11 @@ class AgentProcessing:
 
 def build_core(config: ServerConfig, db: Database | None = None) -> tuple[Core, Environments]:
     """The engine's parts over ``config.database_url`` (or ``db``), and the environments' cache."""
-    database = db if db is not None else Database(config.database_url)
+    database = (
+        db
+        if db is not None
+        else Database(config.database_url, pools=config.db_pool.limits(), role=config.role)
+    )
     lifecycles = LifecycleRegistry.discover(config.lifecycle_dirs)
     environments = Environments(
         database, lifecycles, config.environment, config.settings, models=config.model_choices()
@@ -403,7 +407,10 @@ class _Runtime:
         return self.environments.context(env)
 
     def _start(self, *, processing: bool) -> None:
-        """Create or migrate the schema, the default environment (its model loads now), then run."""
+        """Check the connection budget, create or migrate the schema, the default environment
+        (its model loads now), then run."""
+        if self._owns_db:
+            self.db.check_budget(self.config.db_pool)
         self.db.create_schema()
         self.environments.ensure(self.config.environment, self.config.default_model())
         if processing:

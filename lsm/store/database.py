@@ -22,6 +22,10 @@ and its statement fails that statement as a disconnect: SQLAlchemy then invalida
 pool, so only the transaction in flight sees the error (as with pre-ping, which had the same
 window between its ping and the statement).
 
+Bounded pools (PostgreSQL): each process holds at most ``PoolLimits.total`` connections, waits
+``PoolLimits.timeout`` for a free one, and its connections name the process, so that a new
+process can check the deployment's connection budget at start-up (``lsm.store.pools``).
+
 It must not know any table: tables register themselves on ``SQLModel.metadata``.
 """
 
@@ -41,6 +45,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, SQLModel, create_engine
 
 from lsm.store.checkpoint import WRITER_CHECKPOINT_PAGES, Checkpointer
+from lsm.store.pools import BudgetUse, PoolConfig, PoolLimits, application_name, check_budget
 from lsm.store.write_gate import WriteGate
 
 #: A JSON column: JSONB on PostgreSQL, JSON text on SQLite.
@@ -78,7 +83,15 @@ class Database:
     test an empty namespace on a shared server.
     """
 
-    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, schema: str | None = None, echo: bool = False):
+    def __init__(
+        self,
+        url: str = DEFAULT_DATABASE_URL,
+        *,
+        schema: str | None = None,
+        echo: bool = False,
+        pools: PoolLimits | None = None,
+        role: str = "lsm",
+    ):
         self.url = normalize_url(url)
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
@@ -87,6 +100,10 @@ class Database:
         self._gate = WriteGate() if self.is_sqlite else None
         #: SQLite: WAL checkpoints after commits, outside the write lock (``lsm.store.checkpoint``)
         self.checkpointer: Checkpointer | None = None
+        #: PostgreSQL: this process's pool ceiling and the name its connections carry
+        #: (``lsm.store.pools``); ``None`` on SQLite
+        self.pools: PoolLimits | None = None
+        self.application_name: str | None = None
         if self.is_sqlite:
             if parsed.database in (None, "", ":memory:"):
                 raise ValueError(
@@ -99,16 +116,17 @@ class Database:
             _configure_sqlite(self.read_engine, begin="BEGIN")
             self.checkpointer = Checkpointer(parsed.database)
         else:
-            connect_args: dict[str, Any] = dict(KEEPALIVES)
+            self.pools = pools or PoolLimits()
+            self.application_name = application_name(role, self.pools, schema)
+            connect_args: dict[str, Any] = dict(KEEPALIVES, application_name=self.application_name)
             if schema:
                 connect_args["options"] = f"-csearch_path={schema}"
             self.write_engine = create_engine(
                 self.url,
                 echo=echo,
                 connect_args=connect_args,
-                pool_size=10,
-                max_overflow=20,
                 pool_recycle=POOL_RECYCLE_S,
+                **self.pools.engine_options("write"),
             )
             # reads see one snapshot for the whole transaction (a selector walking a tree, a
             # version read back): READ COMMITTED would let a concurrent commit show half-way
@@ -116,10 +134,9 @@ class Database:
                 self.url,
                 echo=echo,
                 connect_args=connect_args,
-                pool_size=5,
-                max_overflow=20,
                 pool_recycle=POOL_RECYCLE_S,
                 isolation_level="REPEATABLE READ",
+                **self.pools.engine_options("read"),
             )
             for engine in (self.write_engine, self.read_engine):
                 event.listen(engine, "checkout", _replace_closed)
@@ -168,6 +185,14 @@ class Database:
                     conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             with self.write_engine.begin() as conn:
                 schema.upgrade_schema(conn)
+
+    def check_budget(self, config: PoolConfig) -> BudgetUse | None:
+        """PostgreSQL: refuse to start past the deployment's connection budget
+        (``lsm.store.pools.check_budget``); SQLite has none."""
+        if self.application_name is None:
+            return None
+        with self.write_engine.connect() as conn:
+            return check_budget(conn, self.application_name, config)
 
     def dispose(self) -> None:
         if self.checkpointer is not None:

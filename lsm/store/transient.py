@@ -52,8 +52,13 @@ _SQLITE_BUSY = ("database is locked", "database is busy", "database table is loc
 
 def is_transient(error: BaseException) -> bool:
     """Whether ``error`` is the database's moment (connection lost, server going away or not yet
-    back, deadlock victim, lock wait given up), not a fault of the statement or the data."""
+    back, deadlock victim, lock wait given up, no free pooled connection in time), not a fault
+    of the statement or the data."""
     if isinstance(error, sa_exc.DisconnectionError):
+        return True
+    if isinstance(error, sa_exc.TimeoutError):
+        # the pool had no free connection within its timeout (``lsm.store.pools``): the
+        # process is at its ceiling for a moment, the request itself is fine
         return True
     if isinstance(error, sa_exc.DBAPIError):
         if error.connection_invalidated:
