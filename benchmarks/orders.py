@@ -152,11 +152,37 @@ async def _sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str | None, str
                 data.append(value)
 
 
-async def _order(client: httpx.AsyncClient, name: str) -> str:
-    response = await client.post(f"/lsm/v1/service_inventory/{ENTITY}", json={"attributes": {"name": name}})
-    if response.status_code != 200:
-        raise BenchmarkError(f"order {name}: HTTP {response.status_code} {response.text[:300]}")
-    return str(response.json()["id"])
+#: tries of one order in all, and the pause before the next (doubled each time, Retry-After wins)
+ORDER_TRIES = 5
+FIRST_PAUSE_S = 0.2
+
+
+async def _order(client: httpx.AsyncClient, name: str, tries: list[int] | None = None) -> str:
+    """Create one instance, retrying what a client of a busy server must retry: a transport
+    error (a read cut off) or a 503. The ``Idempotency-Key`` makes a retried create answer the
+    first create's instance, so a retry never orders twice. ``tries`` collects how many it took."""
+    pause = FIRST_PAUSE_S
+    for attempt in range(1, ORDER_TRIES + 1):
+        try:
+            response = await client.post(
+                f"/lsm/v1/service_inventory/{ENTITY}",
+                json={"attributes": {"name": name}},
+                headers={"Idempotency-Key": f"bench-{name}"},
+            )
+        except httpx.TransportError:
+            if attempt == ORDER_TRIES:
+                raise
+        else:
+            if response.status_code == 200:
+                if tries is not None:
+                    tries.append(attempt)
+                return str(response.json()["id"])
+            if response.status_code != 503 or attempt == ORDER_TRIES:
+                raise BenchmarkError(f"order {name}: HTTP {response.status_code} {response.text[:300]}")
+            pause = max(pause, float(response.headers.get("Retry-After", pause)))
+        await asyncio.sleep(pause)
+        pause *= 2
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 async def _drive(base_url: str, options: OrdersOptions, processes: Processes) -> dict[str, Any]:
@@ -226,11 +252,12 @@ async def _concurrent(
     gate = asyncio.Semaphore(options.concurrency or options.concurrent)
 
     errors: dict[str, int] = {}
+    tries: list[int] = []
 
     async def one(i: int) -> str | None:
         async with gate:
             try:
-                return await _order(client, f"con{i}")
+                return await _order(client, f"con{i}", tries)
             except (httpx.HTTPError, BenchmarkError) as exc:  # counted, not fatal: how many failed
                 key = type(exc).__name__ if isinstance(exc, httpx.HTTPError) else str(exc)[:120]
                 errors[key] = errors.get(key, 0) + 1
@@ -251,6 +278,7 @@ async def _concurrent(
         "orders": options.concurrent,
         "accepted": len(ids),
         "order_errors": errors,
+        "retried": sum(1 for t in tries if t > 1),
         "all_accepted_s": round(accepted_s, 3),
         "up": len(ups),
         "all_up": len(ups) == options.concurrent,
@@ -328,6 +356,12 @@ def run_orders_command(args: argparse.Namespace, argv: list[str]) -> int:
         table.add_row(
             f"{con['orders']} concurrent orders until all up",
             f"{con['orders_per_s']} orders/s, {con['up']}/{con['accepted']} up in {con['duration_s']} s",
+        )
+        failed = sum(con["order_errors"].values())
+        table.add_row(
+            "every order answered",
+            f"{con['accepted']} accepted ({con['retried']} after a retry), {failed} failed"
+            + (f": {con['order_errors']}" if failed else ""),
         )
     console.print(table)
     path = args.json or report.default_path("orders", backend_name(args.database_url), started_at)

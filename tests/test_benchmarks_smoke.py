@@ -292,6 +292,42 @@ def test_the_orders_scenario_takes_every_order_up_over_http(backend: str, tmp_pa
     concurrent = result["concurrent"]
     assert concurrent["accepted"] == concurrent["up"] == 8 and concurrent["all_up"] is True
     assert concurrent["orders_per_s"] > 0 and concurrent["error"] is None
+    assert concurrent["order_errors"] == {} and concurrent["retried"] >= 0
     assert result["events_read"] > 0
     assert set(result["exit_codes"]) == {"server"}
     assert not list((tmp_path / "work").iterdir())  # the database and the logs are gone
+
+
+def test_an_order_is_retried_after_a_cut_read_and_a_503_under_one_idempotency_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The orders benchmark retries what a client must (a transport error, a 503) and never
+    orders twice: every try carries the same ``Idempotency-Key``; other answers are not retried."""
+    import asyncio
+
+    import httpx
+
+    from benchmarks import orders
+
+    monkeypatch.setattr(orders, "FIRST_PAUSE_S", 0.0)
+    answers: list[Any] = [httpx.ReadError("cut"), httpx.Response(503, headers={"Retry-After": "0"})]
+    keys: list[str] = []
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        keys.append(request.headers["Idempotency-Key"])
+        answer = answers.pop(0) if answers else httpx.Response(200, json={"id": "the-one"})
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def order(name: str, tries: list[int]) -> str:
+        async with httpx.AsyncClient(base_url="http://bench", transport=httpx.MockTransport(serve)) as client:
+            return await orders._order(client, name, tries)
+
+    tries: list[int] = []
+    assert asyncio.run(order("a", tries)) == "the-one"
+    assert tries == [3] and keys == ["bench-a"] * 3
+    answers[:] = [httpx.Response(400, json={"error": "invalid_input"})]
+    with pytest.raises(orders.BenchmarkError, match="HTTP 400"):
+        asyncio.run(order("b", tries))
+    assert keys[3:] == ["bench-b"]
