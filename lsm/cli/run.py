@@ -66,8 +66,11 @@ def server(
     ] = None,
 ) -> None:
     """Run the API with its embedded compile worker and deploy agent until interrupted."""
+    import contextlib
+
     import uvicorn
 
+    from lsm.api.access_log import off_the_loop
     from lsm.api.slow_clients import http_options
     from lsm.model.policy import parse_model_option
     from lsm.runtime.config import check_listen, load_config
@@ -92,22 +95,34 @@ def server(
         runtime = build_api(settings.model_copy(update={"embedded_agent": agent, "embedded_worker": worker}))
         runtime.start()
     freeze_startup_heap()
+    access = None
     try:
         state = "on" if settings.auth.enabled else "OFF (every caller may do everything)"
         err.print(
             f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url}); "
             f"authentication {state}"
         )
-        uvicorn.run(
-            runtime.app,
-            host=settings.host,
-            port=settings.port,
-            log_level="info",
-            access_log=settings.access_log,
-            **http_options(header_timeout=settings.header_timeout, keep_alive=settings.keep_alive_timeout),
+        http = http_options(header_timeout=settings.header_timeout, keep_alive=settings.keep_alive_timeout)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                runtime.app,
+                host=settings.host,
+                port=settings.port,
+                log_level="info",
+                access_log=settings.access_log,
+                **http,
+            )
         )
+        # uvicorn configured its loggers above: the access lines now go through a thread
+        access = off_the_loop() if settings.access_log else None
+        with contextlib.suppress(KeyboardInterrupt):  # as ``uvicorn.run``: a Ctrl-C is a stop
+            server.run()
     finally:
         runtime.stop()
+        if access is not None:
+            access.stop()
+    if not server.started:  # as ``uvicorn.run``: the port was taken, say
+        raise typer.Exit(3)  # uvicorn's exit status for a server that never started
 
 
 def _dump_threads_on_sigusr1() -> None:

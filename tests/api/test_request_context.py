@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from lsm.api.deps import MAX_REQUEST_ID
@@ -51,3 +53,21 @@ def test_a_compile_request_records_its_actor_and_request_id(http: httpx.Client) 
     report = response.json()
     assert (report["actor"], report["request_id"]) == ("local", "ci-run-7")
     assert http.get(f"/api/v1/compiles/{report['id']}").json()["request_id"] == "ci-run-7"
+
+
+def test_fresh_request_ids_are_unique_hex_and_a_forked_child_draws_its_own() -> None:
+    from lsm.facade.context import new_request_id
+
+    ids = [new_request_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: write its first id and leave at once
+        os.write(writer, new_request_id().encode())
+        os._exit(0)
+    os.close(writer)
+    child = os.read(reader, 64).decode()
+    os.close(reader)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(child) == 32 and child[:16] != ids[0][:16] and child not in ids
