@@ -141,8 +141,8 @@ class Quickstart:
 
     def follow(self, tracked: list[Tracked], target: str) -> None:
         """Poll instances and event logs, printing each step, until every one is in ``target``
-        (or stopped in another final state), or nothing moved for ``settle`` seconds, or time ran
-        out; anything but ``target`` is a failure."""
+        (or stopped in another final state), or nothing moved for ``settle`` seconds while no
+        compile was queued or running, or time ran out; anything but ``target`` is a failure."""
         self.console.rule(f"following the lifecycles to {target}")
         start = last_change = time.monotonic()
         while True:
@@ -161,7 +161,9 @@ class Quickstart:
                 if wrong:
                     self.failures.append(f"expected {target}: {', '.join(wrong)}")
                 return
-            if now - last_change >= self.settle:
+            if now - last_change >= self.settle and self.compiling():
+                last_change = now  # a compile is queued or running: the engine is at work, not stuck
+            elif now - last_change >= self.settle:
                 waiting = ", ".join(f"{i.name} in {i.state}" for i in tracked if i.state not in FINAL_STATES)
                 self.failures.append(f"nothing moved for {self.settle:g} s: {waiting}")
                 return
@@ -169,6 +171,15 @@ class Quickstart:
                 self.failures.append(f"the instances did not settle within {self.timeout:g} s")
                 return
             time.sleep(self.poll)
+
+    def compiling(self) -> bool:
+        """Whether a compile is queued or running (on a busy machine the first compile, which
+        starts the compile processes, can take longer than ``settle`` without a visible step)."""
+        for status in ("running", "queued"):
+            found = self.call("read the compile queue", self.client.list_compiles, status=status, limit=1)
+            if found:
+                return True
+        return False
 
     def refresh(self, item: Tracked, steps: list[tuple[dict[str, Any], Tracked]]) -> bool:
         """Read ``item`` and its log; add its new events to ``steps``; whether anything changed."""
