@@ -8,8 +8,10 @@ database together, under concurrency. So this scenario runs the real command lin
 2. seed ``routers`` x 4 ports of ``examples/router_port`` in ``up`` plus one full compile, in a
    subprocess (``benchmarks.e2e_seed``), before any server runs;
 3. ``lsm server`` and ``workers`` extra ``lsm worker`` processes on it (``benchmarks.processes``);
-   with ``server_worker=False`` the server runs ``--no-worker`` and the compiles run only in
-   the ``lsm worker`` processes (on SQLite: exactly one);
+   the server starts ``server_workers`` worker processes of its own (its default when
+   ``None``; 0: compiles in the server process); with ``server_worker=False`` the server runs
+   ``--no-worker`` and the compiles run only in the ``lsm worker`` processes (on SQLite:
+   exactly one). CPU is counted over each process's whole tree;
 4. read the ports, PATCH the MTU of ``updates`` random ones at once (``benchmarks.load``);
 5. wait until every accepted update is settled, verify the latest desired state, and read the
    compile history (``benchmarks.completion``);
@@ -59,6 +61,9 @@ class E2eOptions:
     workers: int = 0
     #: compiles in the server process too (``False``: ``lsm server --no-worker``)
     server_worker: bool = True
+    #: ``lsm server --workers N``: worker processes the server starts (0: compiles in the server
+    #: process itself, the default before it supervised workers); ``None``: the server's default
+    server_workers: int | None = None
     timeout: float = 600.0
     database_url: str | None = None
     workdir: Path | None = None
@@ -119,6 +124,7 @@ def served_run(
         "concurrency": options.in_flight,
         "workers": options.workers,
         "server_worker": server_worker,
+        "server_workers": options.server_workers,
     }
     with (
         tempfile.TemporaryDirectory(prefix=f"lsm-bench-{scenario}-run-", dir=options.workdir) as tmp,
@@ -133,6 +139,8 @@ def served_run(
             argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", url, "--no-agent"]
             if not server_worker:
                 argv.append("--no-worker")
+            elif options.server_workers is not None:
+                argv += ["--workers", str(options.server_workers)]
             server = processes.start("server", [*argv, "--host", HOST, "--port", str(port)])
             out["server_start_s"] = processes.wait_healthy(server, base_url, HEALTH_TIMEOUT_S)
             try:
@@ -269,10 +277,25 @@ def _peak_rss_mb(started: Started) -> float | None:
 
 
 def _cpu_seconds(started: Started) -> float | None:
-    """CPU time (user + system) the process used so far: on a shared machine it moves far less
-    than the wall time, so it tells a slow run from a starved one. None off Linux."""
+    """CPU time (user + system) the process and its descendants used so far: the worker
+    processes ``lsm server`` starts, and the compile processes under every worker, included
+    (those that ended and were reaped count through their parent's children's time). On a
+    shared machine it moves far less than the wall time, so it tells a slow run from a starved
+    one. None off Linux."""
+    total = _tree_ticks(started.process.pid)
+    return None if total is None else total / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_ticks(pid: int) -> int | None:
     try:
-        fields = Path(f"/proc/{started.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = [
+            int(child)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
+    except (OSError, IndexError, ValueError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # utime, stime, and the user and system time of waited-for children
+    own = sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return own + sum(_tree_ticks(child) or 0 for child in children)

@@ -42,6 +42,13 @@ def add_e2e_parser(commands: Any) -> None:
     e2e.add_argument("--concurrency", type=int, default=None, help="requests in flight (default: --updates)")
     e2e.add_argument("--workers", type=int, default=0, help="extra `lsm worker` processes (default 0)")
     e2e.add_argument(
+        "--server-workers",
+        type=int,
+        default=None,
+        help="`lsm server --workers N`: worker processes the server starts (0: compiles in the server "
+        "process, the former default); default: the server's own default",
+    )
+    e2e.add_argument(
         "--no-server-worker",
         action="store_true",
         help="`lsm server --no-worker`: compiles only in the --workers processes (SQLite: --workers 1)",
@@ -79,6 +86,7 @@ def run_e2e_command(args: argparse.Namespace, argv: list[str]) -> int:
         concurrency=args.concurrency,
         workers=max(args.workers, 1) if args.drain else args.workers,
         server_worker=not (args.no_server_worker or args.drain),
+        server_workers=args.server_workers,
         timeout=args.timeout,
         database_url=args.database_url,
         workdir=args.workdir,
