@@ -8,6 +8,7 @@ inside the commands, so that the client commands and ``lsm --help`` never load t
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -64,18 +65,35 @@ def server(
             help="Log a line per HTTP request (default; or LSM_ACCESS_LOG=0, access_log = false).",
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=0,
+            max=64,
+            help="Compile worker processes the server starts and watches (server_workers, default 1; "
+            "the first also runs the agent); 0: compiles and the agent in the server process.",
+        ),
+    ] = None,
 ) -> None:
-    """Run the API with its embedded compile worker and deploy agent until interrupted."""
+    """Run the API with its compile worker and deploy agent until interrupted.
+
+    The worker (and the agent) run in processes the server starts, watches and stops, so the
+    API and the compiles use separate cores; ``--workers 0`` keeps them in the server process.
+    """
     import contextlib
 
     import uvicorn
 
     from lsm.api.access_log import off_the_loop
     from lsm.api.slow_clients import http_options
+    from lsm.errors import ConfigurationError
     from lsm.model.policy import parse_model_option
     from lsm.runtime.config import check_listen, load_config
+    from lsm.runtime.supervisor import Supervisor, worker_children
     from lsm.runtime.wiring import build_api
 
+    supervisor: Supervisor | None = None
     with errors_reported():
         named = dict(parse_model_option(m) for m in model or [])
         first = parse_model_option(model[0])[1] if model else None
@@ -92,8 +110,34 @@ def server(
             access_log=access_log,
         )
         check_listen(settings)
-        runtime = build_api(settings.model_copy(update={"embedded_agent": agent, "embedded_worker": worker}))
-        runtime.start()
+        count = settings.server_workers if workers is None else workers
+        supervised = worker and count > 0
+        if supervised and count > 1 and settings.database_url.startswith("sqlite"):
+            raise ConfigurationError(
+                f"server_workers is {count}, but SQLite allows one worker process per database "
+                "file: use 1, or PostgreSQL for more"
+            )
+        runtime = build_api(
+            settings.model_copy(
+                update={
+                    "embedded_agent": agent and not supervised,
+                    "embedded_worker": worker and not supervised,
+                }
+            )
+        )
+        runtime.start()  # the schema and the default environment exist before a worker starts
+        if supervised:
+            supervisor = Supervisor(
+                worker_children(
+                    [
+                        settings.model_copy(
+                            update={"role": "lsm-worker", "embedded_agent": agent and index == 0}
+                        ).model_dump_json()
+                        for index in range(count)
+                    ]
+                )
+            )
+            supervisor.start()
     freeze_startup_heap()
     access = None
     try:
@@ -101,6 +145,7 @@ def server(
         err.print(
             f"lsm server on http://{settings.host}:{settings.port} (database {settings.database_url}); "
             f"authentication {state}"
+            + (f"; worker processes {', '.join(map(str, supervisor.pids()))}" if supervisor else "")
         )
         http = http_options(header_timeout=settings.header_timeout, keep_alive=settings.keep_alive_timeout)
         server = uvicorn.Server(
@@ -118,6 +163,8 @@ def server(
         with contextlib.suppress(KeyboardInterrupt):  # as ``uvicorn.run``: a Ctrl-C is a stop
             server.run()
     finally:
+        if supervisor is not None:
+            supervisor.stop()
         runtime.stop()
         if access is not None:
             access.stop()
@@ -158,14 +205,19 @@ def worker(
     exporting compiles one at a time per environment). On SQLite one worker process runs
     (``lsm server`` includes one); a second refuses to start.
     """
+    from lsm.runtime.supervisor import SETTINGS_ENV, die_with_parent
 
-    from lsm.runtime.config import load_config
+    die_with_parent()  # first: a worker started by ``lsm server`` never outlives it
+
+    from lsm.runtime.config import ServerConfig, load_config
     from lsm.runtime.wiring import build_worker
 
     with errors_reported():
-        settings = load_config(config, database_url=database, model=model)
-        runtime = build_worker(
-            settings.model_copy(
+        supervised = os.environ.get(SETTINGS_ENV)
+        if supervised:  # started by ``lsm server``: the settings it loaded
+            settings = ServerConfig.model_validate_json(supervised)
+        else:
+            settings = load_config(config, database_url=database, model=model).model_copy(
                 update={
                     "poll_interval": poll,
                     "worker_threads": threads,
@@ -173,7 +225,7 @@ def worker(
                     "role": "lsm-worker",
                 }
             )
-        )
+        runtime = build_worker(settings)
         runtime.start()
     run_until_interrupted(runtime, f"lsm worker on {settings.database_url}")
 

@@ -68,6 +68,10 @@ class ServerConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     #: run the compile worker inside the server process
     embedded_worker: bool = True
+    #: ``lsm server``: compile worker processes it starts, watches and stops (``lsm.runtime.
+    #: supervisor``; the first also runs the deploy agent); 0: compiles and the agent run in the
+    #: server process itself. SQLite allows one worker process per database file
+    server_workers: int = Field(1, ge=0, le=64)
     #: concurrent API writes share write transactions (``lsm.orchestration.group``); ``None``:
     #: on SQLite (writers are serialized there anyway), off on PostgreSQL, where one writer
     #: thread serializes round trips that concurrent transactions overlap (measured slower)

@@ -502,9 +502,16 @@ def build_api(config: ServerConfig, *, db: Database | None = None) -> ApiRuntime
 
 
 def build_worker(config: ServerConfig, *, db: Database | None = None) -> WorkerRuntime:
-    """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback poll)."""
+    """A compile-worker process over ``config`` (not started; ``config.poll_interval``: its fallback
+    poll); with ``config.embedded_agent`` its service loop also runs a deploy agent (a worker
+    that ``lsm server`` supervises)."""
     core, environments = build_core(config, db)
-    processing = build_compile_processing(core, environments, config, sqlite_watch=True)
+    agent = (
+        build_agent_service(core.db, environments, core.orchestrator, config)
+        if config.embedded_agent
+        else None
+    )
+    processing = build_compile_processing(core, environments, config, agent=agent, sqlite_watch=True)
     return WorkerRuntime(config, core, environments, processing, owns_db=db is None)
 
 
