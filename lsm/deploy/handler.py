@@ -63,7 +63,7 @@ R = TypeVar("R", bound=Resource)
 D = TypeVar("D")
 
 #: attributes the engine owns; never compared, never given to a handler as a change
-ENGINE_ATTRIBUTES = frozenset({"agent", "purged", "meta", "requires"})
+ENGINE_ATTRIBUTES = frozenset({"agent", "purged", "meta", "requires", "auto_requires"})
 
 #: what one deploy of one resource did
 ActionKind = Literal["read", "create", "update", "delete", "noop", "skip", "error", "discover", "none"]

@@ -18,6 +18,7 @@ from lsm.deploy.handler import Handler, HandlerContext, call
 from lsm.deploy.registry import HandlerRegistry
 from lsm.errors import ConfigurationError
 from lsm.model.meta import DEFAULT_META, Meta, meta_of
+from lsm.model.resource import AUTO_REQUIRES
 from lsm.store.deploy.tables import resource_type_of
 
 
@@ -68,6 +69,8 @@ def materialize(
     cls = handler.resource_class
     if cls is None:
         return StoredResource(resource_id, attributes, requires)
+    if AUTO_REQUIRES in attributes:  # the engine's record of its own edges, not a field of the type
+        attributes = {key: value for key, value in attributes.items() if key != AUTO_REQUIRES}
     try:
         return cls.model_validate({**attributes, "requires": requires})
     except ValidationError as exc:

@@ -33,7 +33,9 @@ from lsm.model.meta import Meta, stored_meta
 #: where a resource caches its id in its ``__dict__`` (never a field, never serialized)
 _ID_KEY = "_lsm_id"
 #: names a resource type may not use for a field: they mean something to the engine
-RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent", "meta"})
+RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent", "meta", "auto_requires"})
+#: the stored attribute that lists the ``requires`` the engine added (docs/semantics.md §5)
+AUTO_REQUIRES = "auto_requires"
 
 
 class ResourceData(NamedTuple):
@@ -42,6 +44,8 @@ class ResourceData(NamedTuple):
     id: str
     attributes: dict[str, Any]
     requires: tuple[str, ...]
+    #: ids this resource may depend on, nearest first (``Resource.autoedges``)
+    autoedges: tuple[str, ...] = ()
 
     def to_data(self) -> ResourceData:
         """Itself: a result whose resources are already data reads like one of resources
@@ -138,6 +142,18 @@ class Resource(BaseModel):
             return ()
         return tuple(r if isinstance(r, str) else r.id for r in requires)
 
+    def autoedges(self) -> tuple[str, ...]:
+        """The ids of resources this one depends on when they are in the desired state, nearest first.
+
+        Override it in a resource type whose resources imply a dependency (mgmt's AutoEdges): a
+        file on the directory that holds it, an interface on its namespace. When a version is
+        stored, the engine adds a ``requires`` edge to the first of these ids that the version
+        holds where the export rules allow it (docs/semantics.md §5, ``autoedge``), unless the
+        model wrote an edge between the two or ``meta.autoedge`` is ``False``. Ids of other
+        types are fine: any resource that manages the directory may be named.
+        """
+        return ()
+
     def attributes(self) -> dict[str, Any]:
         """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out.
 
@@ -153,7 +169,7 @@ class Resource(BaseModel):
         return data
 
     def to_data(self) -> ResourceData:
-        return ResourceData(self.id, self.attributes(), self.requires_ids)
+        return ResourceData(self.id, self.attributes(), self.requires_ids, tuple(self.autoedges()))
 
     def same_as(self, other: Resource) -> bool:
         """Whether two productions of one id are the same resource (attributes and requires)."""
