@@ -3,8 +3,9 @@
 Why at store time, and here: an edge must be known before the deploy orders anything, and
 only the store sees the whole version a resource ends up in (a directory may come from a
 shared resource stored by an earlier export). A resource type names the ids it may depend on,
-nearest first (``Resource.autoedges``; the compiler carries them on ``ResourceRecord.autoedges``);
-this module turns the first of those that the version holds into a ``requires`` edge and
+per need and nearest first (``Resource.autoedges``; the compiler carries them on
+``ResourceRecord.autoedges``); this module turns the first id of each need that the version
+holds into a ``requires`` edge and
 lists it in the stored attribute ``auto_requires`` so that the API, the console and the
 requires graph can mark it.
 
@@ -87,7 +88,7 @@ class AutoEdges:
         resources that may already be stored with their edges. Empty for a complete full export."""
         if self.complete:
             return set()
-        ids = {c for _, record in self.wanting for c in record.autoedges if c not in self.placed}
+        ids = {c for _, r in self.wanting for need in r.autoedges for c in need if c not in self.placed}
         if self.partial:
             ids.update(record.id for name, record in self.wanting if name == _SHARED)
         return ids
@@ -104,16 +105,23 @@ class AutoEdges:
                     if kept:
                         changed[record.id] = _with_edges(record, kept)
                     continue
-            edge = self._provider(name, record, stored, retired)
-            if edge is not None:
-                changed[record.id] = _with_edges(record, (edge,))
+            found = (self._provider(name, record, need, stored, retired) for need in record.autoedges)
+            edges = tuple(sorted({edge for edge in found if edge is not None}))
+            if edges:
+                changed[record.id] = _with_edges(record, edges)
         return changed
 
     def _provider(
-        self, name: str, record: ResourceRecord, stored: Mapping[str, StoredResource], retired: set[str]
+        self,
+        name: str,
+        record: ResourceRecord,
+        need: tuple[str, ...],
+        stored: Mapping[str, StoredResource],
+        retired: set[str],
     ) -> str | None:
+        """The id of ``need`` the edge goes to: its first one the version holds, if allowed."""
         written = set(record.requires)
-        for candidate in record.autoedges:
+        for candidate in need:
             if candidate == record.id:
                 continue
             placed = self.placed.get(candidate)

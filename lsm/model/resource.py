@@ -44,8 +44,9 @@ class ResourceData(NamedTuple):
     id: str
     attributes: dict[str, Any]
     requires: tuple[str, ...]
-    #: ids this resource may depend on, nearest first (``Resource.autoedges``)
-    autoedges: tuple[str, ...] = ()
+    #: what this resource may depend on: per need, the ids that meet it, nearest first
+    #: (``Resource.autoedges``)
+    autoedges: tuple[tuple[str, ...], ...] = ()
 
     def to_data(self) -> ResourceData:
         """Itself: a result whose resources are already data reads like one of resources
@@ -142,17 +143,23 @@ class Resource(BaseModel):
             return ()
         return tuple(r if isinstance(r, str) else r.id for r in requires)
 
-    def autoedges(self) -> tuple[str, ...]:
-        """The ids of resources this one depends on when they are in the desired state, nearest first.
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        """What this resource depends on when the desired state holds it (mgmt's AutoEdges).
 
-        Override it in a resource type whose resources imply a dependency (mgmt's AutoEdges): a
-        file on the directory that holds it, an interface on its namespace. When a version is
-        stored, the engine adds a ``requires`` edge to the first of these ids that the version
-        holds where the export rules allow it (docs/semantics.md §5, ``autoedge``), unless the
-        model wrote an edge between the two or ``meta.autoedge`` is ``False``. Ids of other
-        types are fine: any resource that manages the directory may be named.
+        One entry per need: a resource id, or a tuple of ids that would each meet it, nearest
+        first. Override it in a resource type whose resources imply a dependency: a file needs
+        the resource that manages its directory (its parent, else the grandparent, ...), an
+        interface its namespace, a veth pair both of its namespaces. When a version is stored
+        the engine adds a ``requires`` edge to the first id of each need that the version holds
+        where the export rules allow it (docs/semantics.md §5, ``autoedge``), unless the model
+        wrote an edge between the two or ``meta.autoedge`` is ``False``. Ids of other types are
+        fine: any resource that manages the directory may be named.
         """
         return ()
+
+    def autoedge_needs(self) -> tuple[tuple[str, ...], ...]:
+        """``autoedges()`` with every need as a tuple (what the compiler hands the store)."""
+        return tuple((need,) if isinstance(need, str) else tuple(need) for need in self.autoedges())
 
     def attributes(self) -> dict[str, Any]:
         """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out.
@@ -169,7 +176,7 @@ class Resource(BaseModel):
         return data
 
     def to_data(self) -> ResourceData:
-        return ResourceData(self.id, self.attributes(), self.requires_ids, tuple(self.autoedges()))
+        return ResourceData(self.id, self.attributes(), self.requires_ids, self.autoedge_needs())
 
     def same_as(self, other: Resource) -> bool:
         """Whether two productions of one id are the same resource (attributes and requires)."""

@@ -17,9 +17,9 @@ from tests.desired_state import new_env, rid_of, snapshot
 def res(
     name: str, requires: tuple[str, ...] = (), autoedges: tuple[str, ...] = (), **attributes: Any
 ) -> ResourceRecord:
-    return ResourceRecord(
-        rid_of(name), dict(attributes), tuple(rid_of(r) for r in requires), tuple(rid_of(c) for c in autoedges)
-    )
+    """A record whose one need is met by ``autoedges``, nearest first (``needs=`` for several)."""
+    needs = attributes.pop("needs", None) or ((tuple(rid_of(c) for c in autoedges),) if autoedges else ())
+    return ResourceRecord(rid_of(name), dict(attributes), tuple(rid_of(r) for r in requires), needs)
 
 
 @pytest.fixture
@@ -44,6 +44,14 @@ def test_a_resource_requires_its_nearest_provider_in_its_set_and_the_edge_is_mar
     assert f.attributes["auto_requires"] == [rid_of("d1")]
 
 
+def test_each_need_gets_its_own_edge(db: Database, store: DesiredStateStore) -> None:
+    env = new_env(db)
+    needs = ((rid_of("n1"),), (rid_of("missing"), rid_of("n2")))
+    store.export(env, ExportRequest("full", sets={"a": [res("veth", needs=needs), res("n1"), res("n2")]}))
+    veth = stored(store, env, 1)[rid_of("veth")]
+    assert veth.requires == (rid_of("n1"), rid_of("n2")) == tuple(veth.attributes["auto_requires"])
+
+
 def test_an_edge_the_model_wrote_either_way_or_autoedge_false_adds_nothing(
     db: Database, store: DesiredStateStore
 ) -> None:
@@ -59,7 +67,9 @@ def test_an_edge_the_model_wrote_either_way_or_autoedge_false_adds_nothing(
     }
     store.export(env, ExportRequest("full", sets=sets))
     found = stored(store, env, 1)
-    assert found[rid_of("f")].requires == (rid_of("d"),) and "auto_requires" not in found[rid_of("f")].attributes
+    assert (
+        found[rid_of("f")].requires == (rid_of("d"),) and "auto_requires" not in found[rid_of("f")].attributes
+    )
     assert found[rid_of("g")].requires == ()
     assert found[rid_of("h")].requires == ()
 
@@ -80,7 +90,9 @@ def test_no_automatic_edge_crosses_named_sets_or_leads_from_shared_into_a_set(
     assert found[rid_of("f")].requires == () and found[rid_of("s")].requires == ()
 
 
-def test_a_partial_export_finds_a_stored_shared_provider_by_key(db: Database, store: DesiredStateStore) -> None:
+def test_a_partial_export_finds_a_stored_shared_provider_by_key(
+    db: Database, store: DesiredStateStore
+) -> None:
     env = new_env(db)
     store.export(env, ExportRequest("full", sets={"a": [res("x")]}, shared=[res("dir")]))
     store.export(env, ExportRequest("partial", sets={"b": [res("f", autoedges=("missing", "dir"))]}))
@@ -105,7 +117,8 @@ def test_a_cycle_made_by_automatic_edges_is_refused_naming_it_and_nothing_is_wri
     store.export(env, ExportRequest("full", sets={"a": [res("x")]}))
     before = snapshot(db)
     request = ExportRequest(
-        "partial", sets={"b": [res("p", autoedges=("q",)), res("q", requires=("r",)), res("r", autoedges=("p",))]}
+        "partial",
+        sets={"b": [res("p", autoedges=("q",)), res("q", requires=("r",)), res("r", autoedges=("p",))]},
     )
     with pytest.raises(ExportRuleViolation) as info:
         store.export(env, request)
@@ -122,7 +135,8 @@ def test_a_cycle_through_a_stored_shared_resource_is_found(db: Database, store: 
     store.export(env, ExportRequest("full", sets={"b": [res("v")]}, shared=[res("s", requires=("v",))]))
     with pytest.raises(ExportRuleViolation) as info:
         store.export(
-            env, ExportRequest("partial", sets={"b": [res("t", autoedges=("u", "s")), res("v", requires=("t",))]})
+            env,
+            ExportRequest("partial", sets={"b": [res("t", autoedges=("u", "s")), res("v", requires=("t",))]}),
         )
     assert info.value.details["cycle"] == [rid_of("t"), rid_of("s"), rid_of("v"), rid_of("t")]
 
