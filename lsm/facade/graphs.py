@@ -16,6 +16,7 @@ from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceS
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import instance_out
+from lsm.desired_state.autoedge import auto_requires_of
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
@@ -168,5 +169,6 @@ class GraphsFacade:
             title=f"requires of set {set_name} in version {number}",
             shared=set(content.shared),
             status=status,
+            automatic={r.id: auto_requires_of(r.attributes) for r in wanted},
         )
         return self._bounded(graph, "the set requires too many resources of other sets to draw")
