@@ -40,7 +40,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from lsm.desired_state.records import SHARED_NAME, ExportRequest, ResourceRecord
+from lsm.desired_state.records import (
+    SHARED_NAME,
+    EncodedResource,
+    ExportRequest,
+    ResourceRecord,
+    encode_record,
+)
 from lsm.errors import ExportRuleViolation
 from lsm.model.meta import meta_of
 from lsm.model.resource import AUTO_REQUIRES
@@ -193,6 +199,35 @@ def auto_of(changed: Mapping[str, ResourceRecord]) -> dict[str, tuple[str, ...]]
     return {rid: tuple(record.attributes.get(AUTO_REQUIRES, ())) for rid, record in changed.items()}
 
 
+def reencode(
+    changed: Mapping[str, ResourceRecord],
+    encoded: list[tuple[str, list[EncodedResource]]],
+    placement: Mapping[str, str],
+    unresolved: dict[str, list[tuple[str, str]]],
+) -> None:
+    """Put the ``changed`` records in place of their encoded forms in ``encoded`` (set name ->
+    resources, in place), and note their new edges that leave the export in ``unresolved`` (so
+    the export rules check them like written ones)."""
+    for name, resources in encoded:
+        for i, res in enumerate(resources):
+            record = changed.get(res.id)
+            if record is None or placement.get(res.id) != name:
+                continue
+            resources[i] = encode_record(record)
+            for required in record.requires:
+                if required not in res.record.requires and required not in placement:
+                    unresolved.setdefault(required, []).append((res.id, name))
+
+
+def requires_map(encoded: Iterable[tuple[str, list[EncodedResource]]]) -> dict[str, tuple[str, ...]]:
+    """Resource id -> its requires, over encoded sets (first placement wins)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for _, resources in encoded:
+        for res in resources:
+            found.setdefault(res.id, res.record.requires)
+    return found
+
+
 def _with_edges(record: ResourceRecord, edges: tuple[str, ...]) -> ResourceRecord:
     attributes = {**record.attributes, AUTO_REQUIRES: sorted(edges)}
     return replace(record, attributes=attributes, requires=tuple(sorted({*record.requires, *edges})))
@@ -244,6 +279,8 @@ __all__ = [
     "auto_of",
     "auto_requires_of",
     "autoedges_of",
+    "reencode",
+    "requires_map",
     "substituted",
     "substituted_list",
     "wants_autoedges",

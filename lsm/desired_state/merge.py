@@ -29,7 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from lsm.desired_state.autoedge import AutoEdges, Fetch, auto_of, autoedges_of, substituted, substituted_list
+from lsm.desired_state.autoedge import (
+    AutoEdges,
+    Fetch,
+    auto_of,
+    autoedges_of,
+    reencode,
+    requires_map,
+    substituted,
+    substituted_list,
+)
 from lsm.desired_state.records import (
     SHARED_NAME,
     EncodedResource,
@@ -154,7 +163,9 @@ class ExportCheck:
         self._place(SHARED, self.shared)
         self._check_requires()
         if autoedges is not None and autoedges.complete and self.auto_of:
-            autoedges.check_cycles(self._requires_map(), self.auto_of, None)
+            autoedges.check_cycles(
+                requires_map([*self.replaced.items(), (SHARED, self.shared)]), self.auto_of, None
+            )
 
     # -- automatic edges ------------------------------------------------------------------------
     @property
@@ -176,23 +187,9 @@ class ExportCheck:
         if not changed:
             return
         self.auto_of = auto_of(changed)
-        for name, resources in [*self.replaced.items(), (SHARED, self.shared)]:
-            for i, res in enumerate(resources):
-                record = changed.get(res.id)
-                if record is None or self.placement.get(res.id) != name:
-                    continue
-                resources[i] = encode_record(record)
-                for required in record.requires:
-                    if required not in res.record.requires and required not in self.placement:
-                        self.unresolved.setdefault(required, []).append((res.id, name))
-        autoedges.check_cycles(self._requires_map(), self.auto_of, fetch)
-
-    def _requires_map(self) -> dict[str, tuple[str, ...]]:
-        found: dict[str, tuple[str, ...]] = {}
-        for resources in [*self.replaced.values(), self.shared]:
-            for res in resources:
-                found.setdefault(res.id, res.record.requires)
-        return found
+        encoded = [*self.replaced.items(), (SHARED, self.shared)]
+        reencode(changed, encoded, self.placement, self.unresolved)
+        autoedges.check_cycles(requires_map(encoded), self.auto_of, fetch)
 
     # -- what the store must fetch --------------------------------------------------------------
     @property

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lsm.desired_state.autoedge import auto_requires_of
 from lsm.desired_state.merge import SHARED
 from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceSet, UnknownVersion
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.views import instance_out
-from lsm.desired_state.autoedge import auto_requires_of
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
