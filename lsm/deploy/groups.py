@@ -33,8 +33,10 @@ from lsm.store.deploy.claiming import Claimed
 from lsm.store.deploy.results import Result
 from lsm.store.deploy.tables import resource_type_of
 
-#: the most resources one group call gets (a bigger group waits longer for its slowest member)
-MAX_GROUP = 500
+#: the most resources one group call gets (a bigger group waits longer for its slowest member).
+#: A group is not spread over the handler threads: for files of one directory that was measured
+#: slower (their creations take the directory's lock in turn, and eight threads convoy on it)
+MAX_GROUP = 1000
 
 
 def plan_groups(
