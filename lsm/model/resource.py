@@ -158,8 +158,14 @@ class Resource(BaseModel):
         return ()
 
     def autoedge_needs(self) -> tuple[tuple[str, ...], ...]:
-        """``autoedges()`` with every need as a tuple (what the compiler hands the store)."""
-        return tuple((need,) if isinstance(need, str) else tuple(need) for need in self.autoedges())
+        """``autoedges()`` with every need as a tuple (what the compiler hands the store); a
+        ``TypeError`` naming the resource when a need holds anything but resource id strings, so
+        the compile that made it fails as a model error."""
+        needs = tuple((need,) if isinstance(need, str) else tuple(need) for need in self.autoedges())
+        for need in needs:
+            if not all(isinstance(rid, str) for rid in need):
+                raise TypeError(f"resource {self.id}: autoedges() must give resource ids (str), not {need!r}")
+        return needs
 
     def attributes(self) -> dict[str, Any]:
         """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out.
