@@ -1,4 +1,4 @@
-"""``std::File``: a file with a given content and permission bits.
+"""``std::File``: a file with a given content and permission bits; ``std::Directory``: a directory.
 
 Why this shape: it is the smallest handler that changes something real, so it is the one the
 docs and the engine tests use. ``read`` reports what is on disk (content and mode, ``None`` when
@@ -7,8 +7,10 @@ target, so no reader ever sees half a file; an update that changes only ``mode``
 ``chmod``, not a rewrite. A relative path is refused where the resource is built: the agent's
 working directory is nobody's business.
 
-The parent directory must exist (model it with another resource, or keep files where one
-exists): creating directories nobody purges would leave debris behind.
+The parent directory must exist (model it with a ``std::Directory``, or keep files where one
+exists): creating directories nobody purges would leave debris behind. A file or directory
+needs the ``std::Directory`` of its nearest managed ancestor: ``autoedges`` names them, so the
+engine orders the directory first without a written ``requires`` (docs/semantics.md §5).
 
 Every access goes through the agent's jail (``ctx.jail``, ``lsm.deploy.jail``): only under the
 roots the operator configured, never through a link that leads out, never a setuid, setgid or
@@ -20,14 +22,16 @@ order's compile fails, not its deploy.
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import Field, field_validator
 
 import lsm
 from lsm.deploy.handler import Change
-from lsm.deploy.jail import checked_path
+from lsm.deploy.jail import checked_path, read_at, write_at
 
 
 class File(lsm.Resource, type="std::File", id_attribute="path"):
@@ -42,12 +46,92 @@ class File(lsm.Resource, type="std::File", id_attribute="path"):
     def _absolute(cls, value: str) -> str:
         return checked_path(value, "std::File path")
 
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        """The ``std::Directory`` that holds it (else the nearest managed one above)."""
+        return (_ancestors(self.agent, self.path),)
+
+
+def _ancestors(agent: str, path: str) -> tuple[str, ...]:
+    """The ``std::Directory`` ids of the folders above ``path``, nearest first."""
+    return tuple(Directory.resource_id(agent, str(parent)) for parent in PurePosixPath(path).parents)
+
+
+class Directory(lsm.Resource, type="std::Directory", id_attribute="path"):
+    """A directory at an absolute ``path`` with permission bits ``mode``; its parent must exist."""
+
+    path: str
+    mode: int = Field(0o755, ge=0, le=0o7777)
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        return checked_path(value, "std::Directory path")
+
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        return (_ancestors(self.agent, self.path),)
+
+
+class DirectoryHandler(lsm.CRUDHandler[Directory]):
+    """Creates, chmods and removes (when empty) one directory, inside the agent's jail."""
+
+    def read(self, ctx: lsm.HandlerContext, resource: Directory) -> Mapping[str, Any] | None:
+        info = ctx.jail.stat(resource.path, who=resource.id)
+        if info is None:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            raise lsm.HandlerError(f"{resource.id}: {resource.path} exists and is not a directory")
+        return {"path": resource.path, "mode": stat.S_IMODE(info.st_mode)}
+
+    def create(self, ctx: lsm.HandlerContext, resource: Directory) -> None:
+        ctx.jail.make_directory(resource.path, resource.mode, who=resource.id)
+        ctx.info("directory made", path=resource.path)
+
+    def update(self, ctx: lsm.HandlerContext, resource: Directory, changes: Mapping[str, Change]) -> None:
+        ctx.jail.make_directory(resource.path, resource.mode, who=resource.id)
+        ctx.info("directory mode changed", path=resource.path, mode=oct(resource.mode))
+
+    def delete(self, ctx: lsm.HandlerContext, resource: Directory) -> None:
+        if ctx.jail.remove_directory(resource.path, who=resource.id):
+            ctx.info("directory removed", path=resource.path)
+
 
 class FileHandler(lsm.CRUDHandler[File]):
-    """Reads, writes (atomically), chmods and removes one file, inside the agent's jail."""
+    """Reads, writes (atomically), chmods and removes one file, inside the agent's jail.
+
+    Files of one directory are one group (``group_key``): ``deploy_group`` opens the directory
+    once, through the jail, and reads and writes each member by name in it, so a group of N
+    files walks the path once instead of twice per file. Each member is still deployed as
+    ``CRUDHandler.deploy`` does it, with its own outcome.
+    """
+
+    def group_key(self, resource: File) -> str:
+        """Files of one directory are deployed together (docs/semantics.md §5, ``autogroup``)."""
+        return str(PurePosixPath(resource.path).parent)
+
+    def deploy_group(self, members: Sequence[lsm.GroupMember[File]], *, dry_run: bool = False) -> None:
+        first = members[0]
+        folder = str(PurePosixPath(first.resource.path).parent)
+        try:
+            with first.ctx.jail.directory(folder, who=first.resource.id) as fd:
+                _open.folder = (folder, fd)
+                try:
+                    super().deploy_group(members, dry_run=dry_run)
+                finally:
+                    _open.folder = None
+        except lsm.HandlerError as exc:  # the directory is missing or out of bounds: each member fails
+            for member in members:
+                if member.error is None:
+                    member.error = exc
 
     def read(self, ctx: lsm.HandlerContext, resource: File) -> Mapping[str, Any] | None:
-        found = ctx.jail.read(resource.path, who=resource.id)
+        fd, name = _in_open_folder(resource.path)
+        if fd is None:
+            found = ctx.jail.read(resource.path, who=resource.id)
+        else:
+            try:
+                found = read_at(fd, name, who=resource.id, shown=resource.path)
+            except FileNotFoundError:
+                found = None
         if found is None:
             return None
         data, info = found
@@ -58,7 +142,16 @@ class FileHandler(lsm.CRUDHandler[File]):
         return {"path": resource.path, "content": content, "mode": stat.S_IMODE(info.st_mode)}
 
     def _write(self, ctx: lsm.HandlerContext, resource: File) -> None:
-        ctx.jail.write(resource.path, resource.content.encode("utf-8"), resource.mode, who=resource.id)
+        data = resource.content.encode("utf-8")
+        fd, name = _in_open_folder(resource.path)
+        if fd is None:
+            ctx.jail.write(resource.path, data, resource.mode, who=resource.id)
+            return
+        ctx.jail.check_mode(resource.mode, who=resource.id)
+        try:
+            write_at(fd, name, data, resource.mode)
+        except OSError as exc:
+            raise lsm.HandlerError(f"{resource.id}: can not write {resource.path}: {exc.strerror}") from None
 
     def create(self, ctx: lsm.HandlerContext, resource: File) -> None:
         self._write(ctx, resource)
@@ -76,3 +169,21 @@ class FileHandler(lsm.CRUDHandler[File]):
     def delete(self, ctx: lsm.HandlerContext, resource: File) -> None:
         if ctx.jail.remove(resource.path, who=resource.id):
             ctx.info("file removed", path=resource.path)
+
+
+class _OpenFolder(threading.local):
+    """The directory a group of this thread has open: ``(path, descriptor)``, or ``None``."""
+
+    folder: tuple[str, int] | None = None
+
+
+_open = _OpenFolder()
+
+
+def _in_open_folder(path: str) -> tuple[int | None, str]:
+    """``(descriptor, name)`` when ``path`` is in the folder this thread's group has open."""
+    held = _open.folder
+    pure = PurePosixPath(path)
+    if held is not None and str(pure.parent) == held[0]:
+        return held[1], pure.name
+    return None, pure.name

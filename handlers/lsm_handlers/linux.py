@@ -142,6 +142,11 @@ class Interface(lsm.Resource, type="linux::Interface", id_attribute="name"):
             raise ValueError(f"interface {self.name}: only a veth interface has a peer")
         return self
 
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        """An interface lives in its namespace: it requires the ``linux::Namespace`` of that name
+        on its agent when the desired state holds one (docs/semantics.md §5, ``autoedge``)."""
+        return (Namespace.resource_id(self.agent, self.namespace),)
+
 
 class Veth(lsm.Resource, type="linux::Veth", id_attribute="name"):
     """A veth pair: ``name`` in ``namespace`` and ``peer`` in ``peer_namespace`` (a tunnel)."""
@@ -181,8 +186,16 @@ class Veth(lsm.Resource, type="linux::Veth", id_attribute="name"):
             raise ValueError(f"veth {self.name}: both ends are in namespace {self.namespace}")
         return self
 
+    # -- the ip command ------------------------------------------------------------------------------------
 
-# -- the ip command ------------------------------------------------------------------------------------
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        """Both ends' namespaces, when the desired state holds them on this agent."""
+        return (
+            Namespace.resource_id(self.agent, self.namespace),
+            Namespace.resource_id(self.agent, self.peer_namespace),
+        )
+
+
 def ip_command() -> str:
     found = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
     if found is None:

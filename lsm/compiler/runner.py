@@ -512,7 +512,7 @@ def _complete_requested(batch: Batch) -> bool:
 
 def _record(resource: Any) -> ResourceRecord:
     data = resource.to_data()
-    return ResourceRecord(data.id, data.attributes, data.requires)
+    return ResourceRecord(data.id, data.attributes, data.requires, data.autoedges)
 
 
 def _traceback(exc: BaseException) -> str:

@@ -6,13 +6,14 @@ The engine (docs/architecture.md §9): ``Planner`` (new versions -> resource-sta
 metaparameters), ``Feedback`` (resource-based lifecycle transfers).
 
 Public for handler authors (re-exported as ``lsm.CRUDHandler`` etc.): ``Handler``, ``CRUDHandler``,
-``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``handler``.
+``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``GroupMember``, ``handler``.
 """
 
 from lsm.deploy.handler import (
     Change,
     CRUDHandler,
     DiscoveryHandler,
+    GroupMember,
     Handler,
     HandlerContext,
     HandlerError,
@@ -44,6 +45,7 @@ __all__ = [
     "DiscoveryHandler",
     "Executor",
     "Feedback",
+    "GroupMember",
     "Handler",
     "HandlerContext",
     "HandlerError",

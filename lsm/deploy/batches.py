@@ -9,7 +9,8 @@ claims.
 
 * **Runs.** The batch's resources run concurrently on the agent's handler threads (each under
   its metaparameters: ``lsm.deploy.executor``), each bounded by the ``deploy_timeout`` (a handler
-  past it is given up on and its thread replaced: ``lsm.deploy.handler_threads``).
+  past it is given up on and its thread replaced: ``lsm.deploy.handler_threads``). Resources
+  their handler groups (``lsm.deploy.groups``) run as one call on one thread, bounded as one.
 * **Discovery.** A discovery resource deploys like any other; what its handler found is stored
   with ``lsm.discovery.record_discovery`` in the result transaction (each in a savepoint), so a
   crash never keeps a result without its findings or the reverse. Findings that can not be
@@ -36,6 +37,7 @@ from sqlmodel import Session
 
 from lsm.deploy.executor import Executor, RunSettings
 from lsm.deploy.feedback import Feedback
+from lsm.deploy.groups import plan_groups, run_group_of
 from lsm.deploy.handler_threads import HandlerThreads
 from lsm.deploy.jail import Jail
 from lsm.deploy.metaparams import Semaphores
@@ -88,6 +90,8 @@ class BatchRunner:
         self.kill_after_results = os.environ.get(KILL_AFTER_RESULTS) == "1"
         self.executor = Executor(Semaphores(sema), clock)
         self.handlers = HandlerThreads(threads)
+        #: handler calls made (a group is one): what autogroup saves, read by tests and benchmarks
+        self.handler_calls = 0
         self._registries: dict[str, tuple[Model, HandlerRegistry]] = {}
         self._lock = threading.Lock()
 
@@ -126,33 +130,39 @@ class BatchRunner:
         registry, ctx = self.registry(env_id)
         run = self.settings(ctx, noop)
         started: dict[str, float] = {}
+        # autogroup (lsm.deploy.groups): one handler call per group; a group of one runs alone
+        groups = plan_groups(registry, claimed, records, run)
+        self.handler_calls += len(groups)
 
-        def one(item: Claimed) -> Result:
-            started[item.resource_id] = time.monotonic()
-            return self.executor.run(registry, item, records.get(item.resource_id), run)
+        def one(group: list[Claimed]) -> list[Result]:
+            started[group[0].resource_id] = time.monotonic()
+            return run_group_of(self.executor, registry, group, records, run)
 
-        futures: dict[Future[Result], Claimed] = {
-            self.handlers.submit(partial(one, item)): item for item in claimed
+        futures: dict[Future[list[Result]], list[Claimed]] = {
+            self.handlers.submit(partial(one, group)): group for group in groups
         }
         results: list[Result] = []
         waiting = set(futures)
         while waiting:
             done, waiting = wait(waiting, timeout=min(0.5, run.timeout), return_when=FIRST_COMPLETED)
             for future in done:
-                item = futures[future]
+                group = futures[future]
                 try:
-                    results.append(future.result())
+                    results.extend(future.result())
                 except Exception as exc:  # the executor records handler errors; this is a bug of ours
-                    log.exception("deploy of %s failed outside its handler", item.resource_id)
-                    results.append(self._crash(item, run, exc))
+                    log.exception("deploy of %s failed outside its handler", group[0].resource_id)
+                    results.extend(self._crash(item, run, exc) for item in group)
             now = time.monotonic()
             for future in list(waiting):
-                item = futures[future]
-                began = started.get(item.resource_id)
+                group = futures[future]
+                began = started.get(group[0].resource_id)
                 if began is not None and now - began > run.timeout:
                     waiting.discard(future)
                     self.handlers.abandon(future)  # its thread is replaced: the rest go on
-                    results.append(self.executor.timed_out(item, run, began, records.get(item.resource_id)))
+                    results.extend(
+                        self.executor.timed_out(item, run, began, records.get(item.resource_id))
+                        for item in group
+                    )
         return results
 
     def _crash(self, item: Claimed, run: RunSettings, exc: BaseException) -> Result:

@@ -102,6 +102,64 @@ class Executor:
         settings: RunSettings,
     ) -> Result:
         now = self.clock()
+        ready = self.admit(item, record, now)
+        if isinstance(ready, Result):
+            return ready
+        meta, ran_hash, attributes, requires, bucket, started = ready
+        noop = settings.noop or meta.noop
+        ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop, jail=settings.jail)
+        try:
+            with self.semaphores.hold(meta.sema):
+                run_handler(registry, ctx, item.resource_id, attributes, requires, dry_run=noop)
+            discovered = self._discovered(ctx)
+        except Exception as exc:
+            return self._failure(item, meta, ran_hash, now, started, exc, ctx.logs, ctx.changes, bucket)
+        return self.outcome(item, meta, ran_hash, now, started, ctx, bucket, noop, discovered)
+
+    def outcome(
+        self,
+        item: Claimed,
+        meta: Meta,
+        ran_hash: str,
+        now: datetime,
+        started: float,
+        ctx: HandlerContext,
+        bucket: Bucket | None,
+        noop: bool,
+        discovered: dict[str, Any] | None = None,
+        error: BaseException | None = None,
+    ) -> Result:
+        """The result of one resource's run (alone or in a group) from what its context holds;
+        ``error``: it failed (counted against its own ``retry``)."""
+        if error is not None:
+            return self._failure(item, meta, ran_hash, now, started, error, ctx.logs, ctx.changes, bucket)
+        changes = {k: {"current": c.current, "desired": c.desired} for k, c in ctx.changes.items()}
+        if noop:
+            found = ctx.action in CHANGING
+            status = ResourceStatus.NOOP_PENDING if found else ResourceStatus.DEPLOYED
+            action = "noop" if found else "read"
+        else:
+            status, action = ResourceStatus.DEPLOYED, ctx.action
+        deployed = status == ResourceStatus.DEPLOYED
+        return self._result(
+            item,
+            status,
+            ran_hash=ran_hash,
+            now=now,
+            action=self._action(item, action, status, changes, ctx.logs, now, started, noop),
+            attempts=0,
+            deployed_hash=ran_hash if deployed else None,
+            poll_at=_later(now, meta.poll) if deployed and meta.poll > 0 else None,
+            bucket=bucket,
+            discovered=discovered if deployed else None,
+        )
+
+    def admit(
+        self, item: Claimed, record: tuple[str, str] | None, now: datetime
+    ) -> Result | tuple[Meta, str, dict[str, Any], tuple[str, ...], Bucket | None, float]:
+        """What runs before a handler: the resource's record and metaparameters, and a token of
+        its ``limit``. A ``Result`` when it does not run now (gone, bad ``meta``, no token);
+        otherwise ``(meta, ran hash, attributes, requires, bucket, started)``."""
         if record is None:  # gone from the desired state since it was planned: the next plan drops it
             return self._result(
                 item, ResourceStatus.PENDING, ran_hash=item.desired_hash, now=now, action=None
@@ -132,34 +190,7 @@ class Executor:
                 next_attempt_at=_later(now, wait),
                 bucket=bucket,
             )
-        noop = settings.noop or meta.noop
-        ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop, jail=settings.jail)
-        try:
-            with self.semaphores.hold(meta.sema):
-                run_handler(registry, ctx, item.resource_id, attributes, requires, dry_run=noop)
-            discovered = self._discovered(ctx)
-        except Exception as exc:
-            return self._failure(item, meta, ran_hash, now, started, exc, ctx.logs, ctx.changes, bucket)
-        changes = {k: {"current": c.current, "desired": c.desired} for k, c in ctx.changes.items()}
-        if noop:
-            found = ctx.action in CHANGING
-            status = ResourceStatus.NOOP_PENDING if found else ResourceStatus.DEPLOYED
-            action = "noop" if found else "read"
-        else:
-            status, action = ResourceStatus.DEPLOYED, ctx.action
-        deployed = status == ResourceStatus.DEPLOYED
-        return self._result(
-            item,
-            status,
-            ran_hash=ran_hash,
-            now=now,
-            action=self._action(item, action, status, changes, ctx.logs, now, started, noop),
-            attempts=0,
-            deployed_hash=ran_hash if deployed else None,
-            poll_at=_later(now, meta.poll) if deployed and meta.poll > 0 else None,
-            bucket=bucket,
-            discovered=discovered if deployed else None,
-        )
+        return meta, ran_hash, attributes, requires, bucket, started
 
     @staticmethod
     def _discovered(ctx: HandlerContext) -> dict[str, Any] | None:

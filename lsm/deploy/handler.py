@@ -48,7 +48,7 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, get_args, get_origin
@@ -63,7 +63,7 @@ R = TypeVar("R", bound=Resource)
 D = TypeVar("D")
 
 #: attributes the engine owns; never compared, never given to a handler as a change
-ENGINE_ATTRIBUTES = frozenset({"agent", "purged", "meta", "requires"})
+ENGINE_ATTRIBUTES = frozenset({"agent", "purged", "meta", "requires", "auto_requires"})
 
 #: what one deploy of one resource did
 ActionKind = Literal["read", "create", "update", "delete", "noop", "skip", "error", "discover", "none"]
@@ -136,8 +136,25 @@ class HandlerError(Exception):
     """A handler's way to fail a deploy with a message (any exception fails it too)."""
 
 
+@dataclass(eq=False)
+class GroupMember(Generic[R]):
+    """One resource of a group handed to ``Handler.deploy_group``: its own context (changes,
+    log lines, action, ``dry_run`` from its own ``noop``) and its own outcome: a handler that
+    fails one member sets ``error`` and goes on with the others."""
+
+    ctx: HandlerContext
+    resource: R
+    error: BaseException | None = None
+
+
 class Handler(Generic[R]):
-    """Base of every handler; the engine only calls ``deploy``.
+    """Base of every handler; the engine calls ``deploy``, or ``deploy_group`` for a group.
+
+    **Groups** (mgmt's GroupCmp; docs/semantics.md §5, ``autogroup``): a handler that returns a
+    key from ``group_key`` lets the agent hand it the resources of its type on one agent with
+    the same key in one ``deploy_group`` call (N files in one directory). Each member keeps its
+    own result, ``noop`` and ``retry``; the group holds the de-duplicated union of the members'
+    semaphores. ``meta.autogroup = False`` keeps a resource out of every group.
 
     ``resource_type`` (the type string, e.g. ``std::File``) and ``resource_class`` are taken from
     the generic argument when the subclass names one (``CRUDHandler[File]``).
@@ -166,6 +183,27 @@ class Handler(Generic[R]):
 
     def deploy(self, ctx: HandlerContext, resource: R, *, dry_run: bool = False) -> None:
         raise NotImplementedError
+
+    def group_key(self, resource: R) -> Hashable | None:
+        """Which group ``resource`` may be deployed with (``None``, the default: alone).
+
+        The agent groups only resources of this handler's type on one agent, with the same key
+        and the same ``noop``; a key must be hashable and cheap.
+        """
+        return None
+
+    def deploy_group(self, members: Sequence[GroupMember[R]], *, dry_run: bool = False) -> None:
+        """Deploy every member of one group; by default one ``deploy`` after the other.
+
+        Override it to share work (open a directory once, send one request). Record a member's
+        failure on ``member.error``; an exception raised from here fails every member that has
+        no outcome of its own. ``pre`` and ``post`` still run once per member, around this call.
+        """
+        for member in members:
+            try:
+                self.deploy(member.ctx, member.resource, dry_run=dry_run)
+            except Exception as exc:
+                member.error = exc
 
 
 class CRUDHandler(Handler[R]):

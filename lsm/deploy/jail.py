@@ -25,6 +25,7 @@ allow it, so the deploy fails with a reason an operator can act on.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import secrets
 import stat
@@ -128,22 +129,33 @@ class Jail:
         """Replace file ``path`` by ``data`` with ``mode``: a new file renamed over it (atomic)."""
         self.check_mode(mode, who=who)
         with self._in_folder(path, who) as (fd, name):
-            temp = f".lsm-{secrets.token_hex(6)}.tmp"  # short: any valid name still fits beside it
-            out = os.open(
-                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
-            )
+            write_at(fd, name, data, mode)
+
+    def make_directory(self, path: str | Path, mode: int, *, who: str) -> None:
+        """Create directory ``path`` with ``mode`` (its parent must exist), or set the mode of
+        the directory already there (never through a link)."""
+        self.check_mode(mode, who=who)
+        with self._in_folder(path, who) as (fd, name):
             try:
-                with os.fdopen(out, "wb") as stream:
-                    stream.write(data)
-                    stream.flush()
-                    os.fchmod(stream.fileno(), mode)
-                os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-            except BaseException:
-                try:
-                    os.unlink(temp, dir_fd=fd)
-                except FileNotFoundError:
-                    pass
-                raise
+                os.mkdir(name, 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            target = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            try:
+                os.fchmod(target, mode)
+            finally:
+                os.close(target)
+
+    def remove_directory(self, path: str | Path, *, who: str) -> bool:
+        """Remove the empty directory ``path``; ``False`` when it was not there."""
+        try:
+            with self.parent(path, who=who) as (fd, name):
+                os.rmdir(name, dir_fd=fd)
+        except (FileNotFoundError, _MissingFolder):
+            return False
+        except OSError as exc:
+            raise HandlerError(f"{who}: can not remove directory {path}: {exc.strerror}") from None
+        return True
 
     def chmod(self, path: str | Path, mode: int, *, who: str) -> None:
         """Set the permission bits of the regular file ``path`` (never through a link)."""
@@ -226,6 +238,36 @@ def checked_path(value: str, what: str) -> str:
     return path
 
 
+#: numbers of temporary files (``itertools.count`` is thread-safe in CPython: one C call)
+_TEMP_NUMBERS = itertools.count()
+
+
+def write_at(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    """Replace file ``name`` of folder ``dir_fd`` by ``data`` with ``mode`` (a temporary file
+    renamed over it: atomic). The caller checked the folder and the mode (``Jail.write``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    # short, so any valid name still fits beside it; unique per process and write (no entropy
+    # read per file: on some hosts that cost as much as the write), a random one on a clash
+    temp = f".lsm-{os.getpid():x}-{next(_TEMP_NUMBERS):x}.tmp"
+    try:
+        out = os.open(temp, flags, 0o600, dir_fd=dir_fd)
+    except FileExistsError:
+        temp = f".lsm-{secrets.token_hex(6)}.tmp"
+        out = os.open(temp, flags, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(out, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fchmod(stream.fileno(), mode)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        raise
+
+
 class _MissingFolder(Exception):
     """A folder on the way to a path does not exist (the path is then missing too)."""
 
@@ -303,4 +345,4 @@ def _under(url: httpx.URL, prefix: httpx.URL) -> bool:
     return url.path == prefix.path or url.path.startswith(base) or base == "/"
 
 
-__all__ = ["SPECIAL_BITS", "Jail", "checked_path", "read_at"]
+__all__ = ["SPECIAL_BITS", "Jail", "checked_path", "read_at", "write_at"]

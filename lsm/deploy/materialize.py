@@ -9,15 +9,16 @@ many types) gets a ``StoredResource``, which offers what ``CRUDHandler.deploy`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from lsm.deploy.handler import Handler, HandlerContext, call
+from lsm.deploy.handler import GroupMember, Handler, HandlerContext, call
 from lsm.deploy.registry import HandlerRegistry
 from lsm.errors import ConfigurationError
 from lsm.model.meta import DEFAULT_META, Meta, meta_of
+from lsm.model.resource import AUTO_REQUIRES
 from lsm.store.deploy.tables import resource_type_of
 
 
@@ -68,6 +69,8 @@ def materialize(
     cls = handler.resource_class
     if cls is None:
         return StoredResource(resource_id, attributes, requires)
+    if AUTO_REQUIRES in attributes:  # the engine's record of its own edges, not a field of the type
+        attributes = {key: value for key, value in attributes.items() if key != AUTO_REQUIRES}
     try:
         return cls.model_validate({**attributes, "requires": requires})
     except ValidationError as exc:
@@ -101,3 +104,62 @@ def run_handler(
         handler.deploy(ctx, resource, dry_run=dry_run)
     finally:
         call(handler.post, ctx, resource)
+
+
+def run_group(
+    registry: HandlerRegistry,
+    resource_type: str,
+    members: Sequence[tuple[HandlerContext, str, Mapping[str, Any], tuple[str, ...]]],
+    *,
+    dry_run: bool,
+) -> list[BaseException | None]:
+    """One call of ``deploy_group`` over resources of ``resource_type``; each member's error.
+
+    Each member is built and gets its ``pre`` on its own (one that fails is left out of the
+    call, with its error), then the group call, then each member's ``post`` whatever happened.
+    """
+    handler = registry.handler_for(resource_type)
+    group: list[GroupMember[Any]] = []
+    errors: list[BaseException | None] = []
+    for ctx, resource_id, attributes, requires in members:
+        member: GroupMember[Any] = GroupMember(ctx, None)
+        try:
+            member.resource = materialize(handler, resource_id, attributes, requires)
+            call(handler.pre, ctx, member.resource)
+        except Exception as exc:
+            member.error = exc
+        group.append(member)
+    live = [member for member in group if member.error is None]
+    try:
+        if live:
+            handler.deploy_group(live, dry_run=dry_run)
+    except Exception as exc:
+        for member in live:
+            if member.error is None:
+                member.error = exc
+    finally:
+        for member in live:
+            try:
+                call(handler.post, member.ctx, member.resource)
+            except Exception as exc:
+                if member.error is None:
+                    member.error = exc
+    errors.extend(member.error for member in group)
+    return errors
+
+
+def group_key(
+    registry: HandlerRegistry, resource_id: str, attributes: Mapping[str, Any], requires: tuple[str, ...]
+) -> object | None:
+    """The handler's group key of a stored resource, or ``None`` (deployed alone): no handler,
+    a handler that does not group, attributes that do not fit, or a handler that fails to say."""
+    try:
+        handler = registry.handler_for(resource_type_of(resource_id))
+    except Exception:
+        return None
+    if type(handler).group_key is Handler.group_key:
+        return None
+    try:
+        return handler.group_key(materialize(handler, resource_id, attributes, requires))
+    except Exception:
+        return None

@@ -29,6 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lsm.desired_state.autoedge import (
+    AutoEdges,
+    Fetch,
+    auto_of,
+    autoedges_of,
+    reencode,
+    requires_map,
+    substituted,
+    substituted_list,
+)
 from lsm.desired_state.records import (
     SHARED_NAME,
     EncodedResource,
@@ -112,16 +122,29 @@ class ExportCheck:
         self.request = request
         self.kind = request.kind
         self._violations: dict[int, list[_Violation]] = {}
-        #: exported non-empty sets, encoded, in request order
-        self.replaced: dict[str, list[EncodedResource]] = {}
-        self.shared: list[EncodedResource] = [encode_record(r) for r in request.shared]
         #: resource id -> set name ("" = shared) in the export (first placement wins)
         self.placement: dict[str, str] = {}
         #: required id outside the export -> [(requiring id, its set)]
         self.unresolved: dict[str, list[tuple[str, str]]] = {}
+        #: resource id -> the requires edges the engine added (``lsm.desired_state.autoedge``)
+        self.auto_of: dict[str, tuple[str, ...]] = {}
 
         _check_metaparameters(request)
-        for name, records in request.sets.items():
+        sets, shared = request.sets, request.shared
+        autoedges = autoedges_of(request)
+        #: automatic edges still to resolve against stored rows (``resolve_autoedges``)
+        self._pending_autoedges: AutoEdges | None = None
+        if autoedges is not None:
+            if autoedges.complete:  # the whole version is here: resolve now, nothing stored matters
+                changed = autoedges.resolve({})
+                sets, shared = substituted(sets, changed), substituted_list(shared, changed)
+                self.auto_of = auto_of(changed)
+            else:
+                self._pending_autoedges = autoedges
+        #: exported non-empty sets, encoded, in request order
+        self.replaced: dict[str, list[EncodedResource]] = {}
+        self.shared: list[EncodedResource] = [encode_record(r) for r in shared]
+        for name, records in sets.items():
             _check_set_name(name)
             if records:
                 self.replaced[name] = [encode_record(r) for r in records]
@@ -139,6 +162,34 @@ class ExportCheck:
             self._place(name, resources)
         self._place(SHARED, self.shared)
         self._check_requires()
+        if autoedges is not None and autoedges.complete and self.auto_of:
+            autoedges.check_cycles(
+                requires_map([*self.replaced.items(), (SHARED, self.shared)]), self.auto_of, None
+            )
+
+    # -- automatic edges ------------------------------------------------------------------------
+    @property
+    def autoedge_lookup(self) -> set[str] | None:
+        """Ids whose stored rows ``resolve_autoedges`` needs (``None``: nothing to resolve)."""
+        pending = self._pending_autoedges
+        return None if pending is None else pending.lookup
+
+    def resolve_autoedges(self, fetch: Fetch) -> None:
+        """Add the automatic edges of a partial or incremental export, against the rows ``fetch``
+        reads (its candidates outside the export, and what the cycle check reaches); call it
+        under the export's lock, before planning. A cycle raises ``ExportRuleViolation``."""
+        autoedges = self._pending_autoedges
+        if autoedges is None:
+            return
+        self._pending_autoedges = None
+        lookup = autoedges.lookup
+        changed = autoedges.resolve(fetch(lookup) if lookup else {})
+        if not changed:
+            return
+        self.auto_of = auto_of(changed)
+        encoded = [*self.replaced.items(), (SHARED, self.shared)]
+        reencode(changed, encoded, self.placement, self.unresolved)
+        autoedges.check_cycles(requires_map(encoded), self.auto_of, fetch)
 
     # -- what the store must fetch --------------------------------------------------------------
     @property

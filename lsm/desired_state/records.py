@@ -43,11 +43,17 @@ class ResourceRecord:
     meaning, so it is normalized to a sorted tuple without duplicates: two compiles that emit
     the same dependencies in another order then produce the same set hash and never trip the
     "shared resources can not change" rule.
+
+    ``autoedges`` are what the resource may depend on: per need, the ids that would meet it,
+    nearest first (``Resource.autoedges``). The store turns the first id of each need that the
+    version holds into a ``requires`` edge and lists it in the attribute ``auto_requires``
+    (``lsm.desired_state.autoedge``). They are input only: never stored, hashed or compared.
     """
 
     id: str
     attributes: dict[str, Any] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    autoedges: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         requires = self.requires

@@ -94,6 +94,8 @@ class DesiredStateStore:
         latest = sql.lock_head(session, env_id, create=complete)
         if latest is None:
             check.no_base(env_id)
+        if check.autoedge_lookup is not None:  # keyed reads: candidates and what a cycle check reaches
+            check.resolve_autoedges(lambda ids: sql.current_rows(conn, env_id, ids))
         plan: ExportPlan
         if complete:
             revisions = sql.current_revisions(conn, env_id, None)

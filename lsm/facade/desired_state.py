@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsm.desired_state import ResourceRecord, VersionDiff, VersionInfo
+from lsm.desired_state.autoedge import auto_requires_of
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.schemas.desired_state import (
@@ -68,6 +69,7 @@ class DesiredStateFacade:
                 attributes=r.attributes,
                 requires=list(r.requires),
                 set_name=names.get(name) if name is not None else None,
+                auto_requires=list(auto_requires_of(r.attributes)),
             )
             for name, r in found
         ]

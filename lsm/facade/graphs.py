@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lsm.desired_state.autoedge import auto_requires_of
 from lsm.desired_state.merge import SHARED
 from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceSet, UnknownVersion
 from lsm.facade.context import RequestContext
@@ -168,5 +169,6 @@ class GraphsFacade:
             title=f"requires of set {set_name} in version {number}",
             shared=set(content.shared),
             status=status,
+            automatic={r.id: auto_requires_of(r.attributes) for r in wanted},
         )
         return self._bounded(graph, "the set requires too many resources of other sets to draw")

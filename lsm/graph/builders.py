@@ -177,13 +177,17 @@ def requires_graph(
     title: str = "requires",
     shared: Collection[str] = (),
     status: Mapping[str, str] | None = None,
+    automatic: Mapping[str, Collection[str]] | None = None,
 ) -> Graph:
     """One set's resources and their requires, drawn in deploy order: ``required -> requirer``.
 
     A required resource outside the given ones (a shared resource, another set's) is added and
-    marked ``external``; ids in ``shared`` are marked ``shared`` (dashed border).
+    marked ``external``; ids in ``shared`` are marked ``shared`` (dashed border). ``automatic``
+    maps a resource id to the required ids the engine added (``autoedge``): those edges are
+    dashed and labelled ``auto``.
     """
     status = status or {}
+    automatic = automatic or {}
     listed = list(resources)
     nodes: dict[str, Node] = {
         r.id: _resource_node(r.id, status.get(r.id), shared=r.id in shared) for r in listed
@@ -200,7 +204,10 @@ def requires_graph(
                     color=node.color,
                     tooltip=node.tooltip,
                 )
-            edges.append(Edge(required, resource.id, label="", style="solid"))
+            if required in automatic.get(resource.id, ()):
+                edges.append(Edge(required, resource.id, label="auto", style="dashed"))
+            else:
+                edges.append(Edge(required, resource.id, label="", style="solid"))
     return Graph(title=title, nodes=tuple(nodes.values()), edges=tuple(edges), direction="LR")
 
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 
 class Meta(BaseModel):
@@ -32,6 +32,13 @@ class Meta(BaseModel):
     * ``limit`` / ``burst``: a token bucket (``limit`` actions per second, ``burst`` tokens) on
       how often the resource is acted on; ``inf`` = unlimited.
     * ``sema``: counting semaphores ``"id"`` (size 1) or ``"id:N"``, shared by the agent.
+    * ``autoedge``: let the engine add the ``requires`` edges the resource's type implies
+      (``Resource.autoedges``) when a version is stored; ``False`` keeps only the written ones.
+    * ``autogroup``: let the agent hand the resource to its handler together with others of
+      its group (``Handler.group_key``); ``False`` deploys it alone.
+
+    The two switches are strict booleans: a string such as ``"no"`` is refused, never read as
+    true, because a switch that silently means the opposite is worse than an error.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,6 +52,8 @@ class Meta(BaseModel):
     limit: float = math.inf
     burst: int = Field(0, ge=0)
     sema: tuple[str, ...] = ()
+    autoedge: StrictBool = True
+    autogroup: StrictBool = True
 
 
 DEFAULT_META = Meta()

@@ -33,7 +33,9 @@ from lsm.model.meta import Meta, stored_meta
 #: where a resource caches its id in its ``__dict__`` (never a field, never serialized)
 _ID_KEY = "_lsm_id"
 #: names a resource type may not use for a field: they mean something to the engine
-RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent", "meta"})
+RESERVED_FIELDS = frozenset({"id", "requires", "purged", "agent", "meta", "auto_requires"})
+#: the stored attribute that lists the ``requires`` the engine added (docs/semantics.md §5)
+AUTO_REQUIRES = "auto_requires"
 
 
 class ResourceData(NamedTuple):
@@ -42,6 +44,9 @@ class ResourceData(NamedTuple):
     id: str
     attributes: dict[str, Any]
     requires: tuple[str, ...]
+    #: what this resource may depend on: per need, the ids that meet it, nearest first
+    #: (``Resource.autoedges``)
+    autoedges: tuple[tuple[str, ...], ...] = ()
 
     def to_data(self) -> ResourceData:
         """Itself: a result whose resources are already data reads like one of resources
@@ -138,6 +143,30 @@ class Resource(BaseModel):
             return ()
         return tuple(r if isinstance(r, str) else r.id for r in requires)
 
+    def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+        """What this resource depends on when the desired state holds it (mgmt's AutoEdges).
+
+        One entry per need: a resource id, or a tuple of ids that would each meet it, nearest
+        first. Override it in a resource type whose resources imply a dependency: a file needs
+        the resource that manages its directory (its parent, else the grandparent, ...), an
+        interface its namespace, a veth pair both of its namespaces. When a version is stored
+        the engine adds a ``requires`` edge to the first id of each need that the version holds
+        where the export rules allow it (docs/semantics.md §5, ``autoedge``), unless the model
+        wrote an edge between the two or ``meta.autoedge`` is ``False``. Ids of other types are
+        fine: any resource that manages the directory may be named.
+        """
+        return ()
+
+    def autoedge_needs(self) -> tuple[tuple[str, ...], ...]:
+        """``autoedges()`` with every need as a tuple (what the compiler hands the store); a
+        ``TypeError`` naming the resource when a need holds anything but resource id strings, so
+        the compile that made it fails as a model error."""
+        needs = tuple((need,) if isinstance(need, str) else tuple(need) for need in self.autoedges())
+        for need in needs:
+            if not all(isinstance(rid, str) for rid in need):
+                raise TypeError(f"resource {self.id}: autoedges() must give resource ids (str), not {need!r}")
+        return needs
+
     def attributes(self) -> dict[str, Any]:
         """Every field as JSON, ``agent`` and ``purged`` included, ``requires`` left out.
 
@@ -153,7 +182,7 @@ class Resource(BaseModel):
         return data
 
     def to_data(self) -> ResourceData:
-        return ResourceData(self.id, self.attributes(), self.requires_ids)
+        return ResourceData(self.id, self.attributes(), self.requires_ids, self.autoedge_needs())
 
     def same_as(self, other: Resource) -> bool:
         """Whether two productions of one id are the same resource (attributes and requires)."""

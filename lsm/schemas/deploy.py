@@ -88,6 +88,8 @@ class ResourceOut(BaseModel):
     purged: bool = False
     requires: list[str] = []
     attributes: dict[str, Any] | None = None
+    #: the ones of ``requires`` that the engine added (``autoedge``; given with ``attributes``)
+    auto_requires: list[str] = []
 
 
 class LogLineOut(BaseModel):

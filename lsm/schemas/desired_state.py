@@ -40,6 +40,8 @@ class DesiredStateResourceOut(BaseModel):
     requires: list[str]
     #: the set's name for a person (``DesiredStateOut.set_names``); ``None`` when shared or unknown
     set_name: str | None = None
+    #: the ones of ``requires`` that the engine added (``autoedge``, docs/semantics.md §5)
+    auto_requires: list[str] = []
 
 
 class SetChangeOut(BaseModel):

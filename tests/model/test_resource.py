@@ -107,3 +107,21 @@ def test_shared_wraps_a_resource_only() -> None:
     assert shared(h).resource is h
     with pytest.raises(TypeError):
         shared("net::Host[a,name=h]")  # type: ignore[arg-type]  # the wrong type is the point
+
+
+def test_autoedges_are_needs_of_resource_ids_and_anything_else_fails_naming_the_resource() -> None:
+    class Leaf(Resource, type="t::Leaf", id_attribute="name"):
+        name: str
+        bad: bool = False
+
+        def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
+            if self.bad:
+                return ((1, 2),)  # type: ignore[return-value]  # the wrong type on purpose
+            return ("t::Root[a,name=r]", ("t::Dir[a,name=x]", "t::Dir[a,name=y]"))
+
+    assert Leaf(agent="a", name="l").to_data().autoedges == (
+        ("t::Root[a,name=r]",),
+        ("t::Dir[a,name=x]", "t::Dir[a,name=y]"),
+    )
+    with pytest.raises(TypeError, match=r"t::Leaf\[a,name=l\]: autoedges"):
+        Leaf(agent="a", name="l", bad=True).to_data()

@@ -66,7 +66,14 @@ def _resource_out(row: RowMapping, attributes: dict[str, Any] | None = None) -> 
         purged=row["purged"],
         requires=list(row["requires"] or []),
         attributes=attributes,
+        auto_requires=_auto_requires(attributes),
     )
+
+
+def _auto_requires(attributes: dict[str, Any] | None) -> list[str]:
+    """The requires the engine added, as the store recorded them (attribute ``auto_requires``)."""
+    found = (attributes or {}).get("auto_requires")
+    return [str(rid) for rid in found] if isinstance(found, list) else []
 
 
 # -- resources ----------------------------------------------------------------------------------------
@@ -147,6 +154,7 @@ def get_resource(session: Session, env_id: str, resource_id: str) -> ResourceOut
         purged=bool(attributes.get("purged", False)),
         requires=list(attributes.get("requires") or []),
         attributes=attributes,
+        auto_requires=_auto_requires(attributes),
     )
 
 
