@@ -13,13 +13,15 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from lsm.schemas.bulk import BulkCreate, BulkUpdate
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT
+
+if TYPE_CHECKING:  # names for the bulk method's annotations: the models cost an import per command
+    from lsm.schemas.bulk import BulkCreate, BulkUpdate
 
 JsonObject = dict[str, Any]
 JsonList = list[dict[str, Any]]
