@@ -154,10 +154,23 @@ def export_request(body: DesiredStateExportIn) -> ExportRequest:
 
 
 def _record(resource: ResourceIn, where: str) -> ResourceRecord:
-    parse_resource_id(resource.id, field=f"{where}.id")
+    """The record of one resource of the body. The deploy engine reads a resource's agent from
+    its ``agent`` attribute (as a compile writes it): one missing is taken from the id, one that
+    names another agent than the id is refused (the resource would never be deployed)."""
+    parts = parse_resource_id(resource.id, field=f"{where}.id")
     for i, required in enumerate(resource.requires):
         parse_resource_id(required, field=f"{where}.requires[{i}]")
-    return ResourceRecord(resource.id, resource.attributes, tuple(resource.requires))
+    attributes = resource.attributes
+    agent = attributes.get("agent")
+    if agent is None:
+        attributes = {**attributes, "agent": parts.agent}
+    elif agent != parts.agent:
+        raise InvalidInput(
+            f"{where}.attributes.agent: {agent!r} is not the agent of the id {resource.id}",
+            field=f"{where}.attributes.agent",
+            resources=[resource.id],
+        )
+    return ResourceRecord(resource.id, attributes, tuple(resource.requires))
 
 
 def diff_out(diff: VersionDiff, names: dict[str, str] | None = None) -> DesiredStateDiffOut:

@@ -116,6 +116,10 @@ def test_bad_bodies_are_422_naming_the_field_and_write_nothing(
         "an unknown field": ({"sets": {"s": [good]}, "merge": True}, "merge"),
         "a string for a flag": ({"sets": {"s": [good]}, "partial": "yes"}, "partial"),
         "a resource with an extra key": ({"sets": {"s": [{**good, "set": "s"}]}}, "sets.s.0.set"),
+        "another agent than the id's": (
+            {"sets": {"s": [{**good, "attributes": {"agent": "b"}}]}},
+            "sets.s[0].attributes.agent",
+        ),
         "a NUL in an attribute": (
             {"sets": {"s": [{**good, "attributes": {"x": "a\x00"}}]}},
             "sets.s.0.attributes.x",
@@ -133,6 +137,14 @@ def test_bad_bodies_are_422_naming_the_field_and_write_nothing(
         named = [data.get("field")] + [e.get("path") for e in data.get("errors", [])]
         assert any(isinstance(n, str) and n.startswith(field) for n in named), (what, data)
     assert listed == []
+
+
+def test_a_missing_agent_attribute_is_taken_from_the_id(engine_factory: Callable[..., ApiRuntime]) -> None:
+    engine = engine_factory()
+    with serve(engine) as client:
+        client.export_desired_state({"s": [{"id": "std::Null[a,name=h1]", "attributes": {"name": "h1"}}]})
+    [(name, record)] = engine.store.resources(engine.context(None).env_id, 1)
+    assert (name, record.attributes) == ("s", {"name": "h1", "agent": "a"})
 
 
 def test_the_reserved_shared_name_is_refused(engine_factory: Callable[..., ApiRuntime]) -> None:
