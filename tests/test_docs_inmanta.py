@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from lsm.api.access import route_table
 from lsm.api.app import ROUTERS
@@ -34,6 +35,8 @@ TICKED = re.compile(r"`([^`]+)`")
 ROUTE = re.compile(r"^(?:(GET|POST|PUT|PATCH|DELETE) )?(/[A-Za-z0-9_{}/.-]*)$")
 PYTHON_NAME = re.compile(r"^@?((?:lsm|lsm_handlers|lsm_selectors)(?:\.[A-Za-z_]\w*)+)(?:\(.*\))?$")
 CLIENT_METHOD = re.compile(r"^(Client|AsyncClient)\.([a-z_]\w*)$")
+#: a command line of ours: ``lsm export MODEL --partial --delete-resource-set NAME``
+COMMAND = re.compile(r"^lsm ([a-z][a-z-]*)((?: (?:[A-Z]+|--[a-z][a-z-]*))*)$")
 PATH = re.compile(r"^(?:examples|handlers|selectors|lifecycles|lsm|docs|tests)/[\w./-]*$")
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 #: files named like Python modules
@@ -141,6 +144,21 @@ def entry_point_groups() -> frozenset[str]:
     return frozenset(project["entry-points"])
 
 
+def command_problem(name: str, words: str) -> str | None:
+    """Why ``lsm NAME WORDS`` is no command line of ours: an unknown command or option."""
+    import typer.main
+
+    from lsm.cli import app
+
+    group: Any = typer.main.get_command(app)
+    command = group.commands.get(name)
+    if command is None:
+        return "is no command of lsm"
+    options = {opt for param in command.params for opt in param.opts}
+    unknown = [w for w in words.split() if w.startswith("--") and w not in options]
+    return f"has options the command does not take: {unknown}" if unknown else None
+
+
 def known_setting(name: str) -> bool:
     return name in EnvironmentSettings.model_fields or name in ServerConfig.model_fields
 
@@ -158,6 +176,8 @@ def problem(where: str, token: str) -> str | None:
         return None if (ROOT / token.rstrip("/")).exists() else "is no path of the repository"
     if python := PYTHON_NAME.match(token):
         return None if resolves(python.group(1)) else "does not import"
+    if command := COMMAND.match(token):
+        return command_problem(command.group(1), command.group(2))
     if client := CLIENT_METHOD.match(token):
         return None if callable(getattr(Client, client.group(2), None)) else "is no method of the client"
     if where == "setting":
@@ -199,6 +219,9 @@ def test_the_checks_refuse_what_does_not_exist() -> None:
     assert problem("text", "Client.lsm_services_create") is not None
     assert problem("ours", "examples/nowhere") is not None
     assert problem("ours", "owned_resources") is not None
+    assert problem("ours", "lsm export MODEL --partial --soft-delete") is None
+    assert problem("ours", "lsm export MODEL --partial --purge") is not None
+    assert problem("ours", "lsm import MODEL") is not None
 
 
 def test_every_environment_setting_is_mapped() -> None:

@@ -1,4 +1,5 @@
-"""``/api/v1/desired_state``: the desired-state versions and their resource sets."""
+"""``/api/v1/desired_state``: the desired-state versions and their resource sets; ``PUT`` stores an
+export made outside the engine's compiles (``lsm export``)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from fastapi import APIRouter, Path, Query
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
 from lsm.api.params import Offset, Version
-from lsm.api.responses import READ, errors
+from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
 from lsm.schemas.desired_state import (
     DesiredStateDiffOut,
+    DesiredStateExportIn,
     DesiredStateOut,
     DesiredStateResourceOut,
     DesiredStateVersionOut,
@@ -22,7 +24,7 @@ from lsm.schemas.limits import MAX_INT
 router = APIRouter(
     prefix="/api/v1/desired_state",
     tags=["desired state"],
-    dependencies=[require(Role.VIEWER)],
+    dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
     responses=errors(*READ),
 )
 
@@ -36,6 +38,16 @@ def list_desired_states(
 ) -> list[DesiredStateVersionOut]:
     """Versions, newest first."""
     return facades.desired_state.list_desired_states(ctx, limit=limit, offset=offset)
+
+
+@router.put("", responses=errors(*CHANGE))
+def export_desired_state(
+    body: DesiredStateExportIn, facades: FacadesDep, ctx: ContextDep
+) -> DesiredStateVersionOut:
+    """Store a full or partial export as the next version (docs/semantics.md §4: a rule broken
+    is a 400 naming the rule, the resources and the sets, and nothing is written). The version
+    is deployed like a compile's."""
+    return facades.desired_state.export(ctx, body)
 
 
 @router.get("/{version}")

@@ -45,6 +45,7 @@ from lsm.cli import (
     discovery,
     environment,
     expert,
+    export,
     graph,
     instance,
     lifecycle,
@@ -86,6 +87,7 @@ app.add_typer(expert.app, name="expert")
 app.command("compile")(compiles.compile_)
 app.add_typer(selector.app, name="selector")
 app.add_typer(desired_state.app, name="desired-state")
+app.command("export")(export.export)
 app.add_typer(graph.app, name="graph")
 app.add_typer(resources.app, name="resources")
 app.command("deploy")(deploy.deploy)

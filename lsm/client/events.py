@@ -18,12 +18,14 @@ import json
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from lsm.client.errors import error_from_response
-from lsm.schemas.events import ServerEvent
+
+if TYPE_CHECKING:
+    from lsm.schemas.events import ServerEvent
 
 EVENTS_PATH = "/api/v1/events"
 #: how long a stream may stay silent before the client gives up (the server sends keep-alives)
@@ -44,6 +46,9 @@ class SseParser:
             if not self._data:
                 self._event = "message"
                 return None
+            # imported here: a command that follows no stream (most) need not build the model
+            from lsm.schemas.events import ServerEvent
+
             event = ServerEvent(id=self._id, event=self._event, data=_json_object("\n".join(self._data)))
             self._event, self._data = "message", []
             return event
@@ -78,7 +83,7 @@ def _request_headers(last_event_id: str | None) -> dict[str, str]:
     return headers
 
 
-class EventStream(AbstractContextManager["EventStream"], Iterator[ServerEvent]):
+class EventStream(AbstractContextManager["EventStream"], Iterator["ServerEvent"]):
     """The sync stream (``Client.events``)."""
 
     def __init__(self, http: httpx.Client, *, last_event_id: str | None, read_timeout: float | None) -> None:
@@ -126,7 +131,7 @@ class EventStream(AbstractContextManager["EventStream"], Iterator[ServerEvent]):
         return event
 
 
-class AsyncEventStream(AbstractAsyncContextManager["AsyncEventStream"], AsyncIterator[ServerEvent]):
+class AsyncEventStream(AbstractAsyncContextManager["AsyncEventStream"], AsyncIterator["ServerEvent"]):
     """The async stream (``AsyncClient.events``)."""
 
     def __init__(

@@ -13,13 +13,15 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from lsm.schemas.bulk import BulkCreate, BulkUpdate
 from lsm.schemas.compile_reports import MAX_COMPILE_WAIT
+
+if TYPE_CHECKING:  # names for the bulk method's annotations: the models cost an import per command
+    from lsm.schemas.bulk import BulkCreate, BulkUpdate
 
 JsonObject = dict[str, Any]
 JsonList = list[dict[str, Any]]
@@ -36,6 +38,9 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 COMPILE_WAIT_MARGIN = 30.0
 #: how long a ``wait=True`` compile request may take before the client gives up (seconds)
 COMPILE_WAIT_TIMEOUT = MAX_COMPILE_WAIT + COMPILE_WAIT_MARGIN
+#: how long an export may take before the client gives up (seconds): a full export of a large
+#: model is one request that writes every changed set
+EXPORT_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -333,6 +338,31 @@ class Routes(ABC, Generic[ObjT, ListT]):
     def desired_state_diff(self, version: int, other: int) -> ObjT:
         """What turns ``version`` into ``other``: sets, then resources with their changed fields."""
         return self._one(Request("GET", f"/api/v1/desired_state/{_seg(version)}/diff/{_seg(other)}"))
+
+    def export_desired_state(
+        self,
+        sets: dict[str, list[dict[str, Any]]],
+        shared: list[dict[str, Any]] | None = None,
+        *,
+        partial: bool = False,
+        deleted_sets: list[str] | None = None,
+        soft_delete: bool = False,
+    ) -> ObjT:
+        """Store an export as the next version (``PUT /api/v1/desired_state``); the version header.
+
+        ``sets``: set name -> resources ``{"id", "attributes", "requires"}`` (an empty list deletes
+        the set in a partial export); ``shared``: resources in no set. A broken export rule is an
+        ``ExportRuleViolation`` naming the rule, the resources and the sets; nothing is written.
+        Repeating an export stores the same state again, so a retried PUT is harmless.
+        """
+        body = {
+            "partial": partial,
+            "sets": sets,
+            "shared": shared or [],
+            "deleted_sets": deleted_sets or [],
+            "soft_delete": soft_delete,
+        }
+        return self._one(Request("PUT", "/api/v1/desired_state", json=body, timeout=EXPORT_TIMEOUT))
 
     # -- graphs ---------------------------------------------------------------------------------------
     def graph(self, kind: str, name: str | None = None, **params: Any) -> ObjT:

@@ -78,7 +78,7 @@ class Facades:
             catalog=CatalogFacade(core),
             inventory=InventoryFacade(core),
             compiles=CompilesFacade(core),
-            desired_state=DesiredStateFacade(core),
+            desired_state=DesiredStateFacade(core, wake=wake_agents or no_wake),
             events=events,
             deploy=deploy,
             discovery=DiscoveryFacade(core),

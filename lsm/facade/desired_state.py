@@ -1,28 +1,76 @@
-"""Desired-state versions and their resources, as the API serves them."""
+"""Desired-state versions and their resources, as the API serves them, and the export a client
+stores itself (``PUT /api/v1/desired_state``, ``lsm export``).
+
+Why an export route next to the compiles: the seeds' partial compiles are driven from outside
+(a model trimmed by hand or written by a generator, ``inmanta export --partial``). Such an
+export goes through the same store and rules as a compile's (``DesiredStateStore.export``), so a
+rejected one writes nothing and names the rule, and its version is planned and deployed like
+any other: the agents are woken as after a compile.
+"""
 
 from __future__ import annotations
 
-from lsm.desired_state import ResourceRecord, VersionDiff, VersionInfo
+from collections.abc import Callable
+
+from lsm.desired_state import ExportRequest, ResourceRecord, VersionDiff, VersionInfo
 from lsm.desired_state.autoedge import auto_requires_of
+from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.halts import no_wake
+from lsm.model.resource_id import parse_resource_id
 from lsm.schemas.desired_state import (
     DesiredStateDiffOut,
+    DesiredStateExportIn,
     DesiredStateOut,
     DesiredStateResourceOut,
     DesiredStateVersionOut,
     ResourceChangeOut,
+    ResourceIn,
     ResourceSideOut,
     SetChangeOut,
 )
+from lsm.store import audit
+from lsm.store.compiles.requests import notify_work
 from lsm.store.instances.names import entity_and_identity
 
 
 class DesiredStateFacade:
-    """Read-only: versions newest first, one version's sets, one version's resources."""
+    """Versions newest first, one version's sets, one version's resources; and ``export``."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, *, wake: Callable[[str], None] = no_wake) -> None:
+        """``wake(env_id)``: the agents of this process look for the new version now."""
         self.core = core
+        self.wake = wake
+
+    def export(self, ctx: RequestContext, body: DesiredStateExportIn) -> DesiredStateVersionOut:
+        """Store ``body`` as the next version of the environment of ``ctx``; its header.
+
+        ``InvalidInput`` (422) for a malformed resource id or a deletion in a full export;
+        ``ExportRuleViolation`` (400, ``rule``, ``resources``, ``sets``) for a broken rule. Either
+        way nothing is written. The version is audited (``desired_state.export``) in its own
+        transaction, and the deploy agents are told at the commit.
+        """
+        request = export_request(body)
+        env_id = self._env_id(ctx)
+        check = self.core.store.prepare(request)  # encoding and request-only rules: no lock held
+        with self.core.db.write() as session:
+            info = self.core.store.export(env_id, check, session=session)
+            audit.record(
+                session,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+                action="desired_state.export",
+                target=str(info.number),
+                env_id=env_id,
+                kind=info.kind,
+                sets_replaced=len(info.sets_replaced),
+                sets_deleted=len(info.sets_deleted),
+            )
+            notify_work(session, env_id)  # agents of other processes (PostgreSQL) plan it now
+        self.wake(env_id)
+        self.core.changes.notify(env_id)
+        return _version_out(info)
 
     def _env_id(self, ctx: RequestContext) -> str:
         return self.core.environments.context(ctx.environment).env_id
@@ -81,6 +129,50 @@ class DesiredStateFacade:
         named = {s.name for s in diff.sets} | {r.set_before for r in diff.resources if r.set_before}
         named |= {r.set_after for r in diff.resources if r.set_after}
         return diff_out(diff, self._set_names(env_id, sorted(named)))
+
+
+def export_request(body: DesiredStateExportIn) -> ExportRequest:
+    """The store's request for ``body``; ``InvalidInput`` naming the field for what the store
+    would take but the deploy engine could not use (an id that is no resource id)."""
+    if not body.partial and (body.deleted_sets or body.soft_delete):
+        field = "deleted_sets" if body.deleted_sets else "soft_delete"
+        raise InvalidInput(
+            f"{field}: only a partial export deletes sets by name (a full export deletes every set "
+            "it does not hold)",
+            field=field,
+        )
+    sets = {
+        name: [_record(r, f"sets.{name}[{i}]") for i, r in enumerate(resources)]
+        for name, resources in body.sets.items()
+    }
+    shared = [_record(r, f"shared[{i}]") for i, r in enumerate(body.shared)]
+    return ExportRequest(
+        "partial" if body.partial else "full",
+        sets=sets,
+        shared=shared,
+        deleted_sets=list(body.deleted_sets),
+        soft_delete=body.soft_delete,
+    )
+
+
+def _record(resource: ResourceIn, where: str) -> ResourceRecord:
+    """The record of one resource of the body. The deploy engine reads a resource's agent from
+    its ``agent`` attribute (as a compile writes it): one missing is taken from the id, one that
+    names another agent than the id is refused (the resource would never be deployed)."""
+    parts = parse_resource_id(resource.id, field=f"{where}.id")
+    for i, required in enumerate(resource.requires):
+        parse_resource_id(required, field=f"{where}.requires[{i}]")
+    attributes = resource.attributes
+    agent = attributes.get("agent")
+    if agent is None:
+        attributes = {**attributes, "agent": parts.agent}
+    elif agent != parts.agent:
+        raise InvalidInput(
+            f"{where}.attributes.agent: {agent!r} is not the agent of the id {resource.id}",
+            field=f"{where}.attributes.agent",
+            resources=[resource.id],
+        )
+    return ResourceRecord(resource.id, attributes, tuple(resource.requires))
 
 
 def diff_out(diff: VersionDiff, names: dict[str, str] | None = None) -> DesiredStateDiffOut:

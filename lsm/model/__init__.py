@@ -10,6 +10,8 @@ and ``lsm.gc_pause``.
 * ``context``: ``all`` (``lsm.all``), the running compile;
 * ``refinement``: ``refine`` / ``validate``, the pure compile core, and ``RefineResult``;
 * ``loader``: ``Model`` and ``load_model``;
+* ``resource_set``: ``ResourceSet`` (``lsm.ResourceSet``), sets a model declares by name for
+  ``lsm export``, and ``declared_model``, what such a model declares;
 * ``adoption``: ``@adopt(resource_type, binding)`` (``lsm.adopt``), how a discovered resource
   becomes an instance; ``resource_id``: parsing ``Type[agent,attr=value]``.
 """
@@ -21,6 +23,7 @@ from lsm.model.loader import IMPLEMENTATION_MARK, Model, load_model, model_from_
 from lsm.model.meta import Meta
 from lsm.model.refinement import RefineResult, refine, validate
 from lsm.model.resource import Resource, ResourceData, Shared, shared
+from lsm.model.resource_set import DeclaredModel, ResourceSet, declared_model
 from lsm.model.service import Service
 
 #: ``lsm.all(binding)``: the instance dicts of ``binding`` in the running compile
@@ -30,6 +33,7 @@ __all__ = [
     "IMPLEMENTATION_MARK",
     "Adopter",
     "CompileContext",
+    "DeclaredModel",
     "Implementation",
     "Meta",
     "Model",
@@ -37,6 +41,7 @@ __all__ = [
     "RefineResult",
     "Resource",
     "ResourceData",
+    "ResourceSet",
     "Service",
     "Shared",
     "adopt",
@@ -44,6 +49,7 @@ __all__ = [
     "all_instances",
     "bindings_of",
     "current_compile",
+    "declared_model",
     "implementation",
     "load_model",
     "model_from_module",

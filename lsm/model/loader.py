@@ -86,6 +86,18 @@ def load_model(spec: str | Path, *, reload: bool = False) -> Model:
         return _cache[key]
 
 
+def fresh_import(spec: str) -> ModuleType:
+    """Import the module named by ``spec`` (a file, a package directory or a module path) anew,
+    whatever an earlier import left in ``sys.modules``: its top level runs again.
+
+    For ``lsm export`` (``lsm.model.resource_set``), whose models declare their resources while
+    their top level runs. A model loaded by ``load_model`` keeps its cached ``Model``.
+    """
+    with _lock:
+        _forget(spec, keep_cached=True)
+        return _import(spec)
+
+
 def loadable(model: Model) -> bool:
     """Whether ``load_model(model.source)`` in another process gives this model: it was loaded
     from its source, not built in code (a process that runs compiles loads models by source)."""
@@ -134,9 +146,10 @@ def _stat(files: list[str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _forget(spec: str) -> None:
-    """Drop a model's modules from ``sys.modules`` so that the next import reads the files again."""
-    old = _cache.pop(spec, None)
+def _forget(spec: str, *, keep_cached: bool = False) -> None:
+    """Drop a model's modules from ``sys.modules`` so that the next import reads the files again
+    (and its cached ``Model``, unless ``keep_cached``)."""
+    old = _cache.get(spec) if keep_cached else _cache.pop(spec, None)
     names: set[str] = set()
     path = Path(spec)
     if path.exists():

@@ -24,6 +24,7 @@ plain ``(id, attributes, requires)`` tuple that the compiler converts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -222,6 +223,16 @@ def shared(resource: Resource) -> Shared:
     """Yield ``shared(r)`` from an implementation for a resource no instance owns.
 
     Shared resources live outside every resource set: many instances may produce the same one
-    (identically), and a partial compile may add them but never change them.
+    (identically), and a partial compile may add them but never change them. While ``lsm
+    export`` loads a model (``lsm.model.resource_set``), the marker is also kept for it.
     """
-    return Shared(resource)
+    marker = Shared(resource)
+    sink = SHARED_SINK.get()
+    if sink is not None:
+        sink.append(marker)
+    return marker
+
+
+#: where ``shared`` markers go while a model for ``lsm export`` loads (``lsm.model.resource_set``);
+#: ``None`` otherwise (in a compile, the refinement reads them from the implementation's output)
+SHARED_SINK: ContextVar[list[Shared] | None] = ContextVar("lsm_shared_sink", default=None)

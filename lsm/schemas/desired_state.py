@@ -1,11 +1,12 @@
-"""Desired-state versions and their resources: the bodies of ``/api/v1/desired_state``."""
+"""Desired-state versions and their resources: the bodies of ``/api/v1/desired_state``, and the
+export a client stores with ``PUT /api/v1/desired_state`` (``lsm export``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 
 class DesiredStateVersionOut(BaseModel):
@@ -82,3 +83,52 @@ class DesiredStateDiffOut(BaseModel):
     to_version: int
     sets: list[SetChangeOut]
     resources: list[ResourceChangeOut]
+
+
+#: the longest resource set name (the store's column holds 255 characters)
+MAX_SET_NAME_LENGTH = 255
+#: the most resources and set names one export body may list (a body is also bounded in bytes)
+MAX_EXPORT_ITEMS = 1_000_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+SetName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_SET_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+
+
+class ResourceIn(_Body):
+    """One resource of an export: its id ``Type[agent,attribute=value]``, its attributes (JSON
+    values, ``agent`` among them) and the ids it requires."""
+
+    id: str = Field(description="The resource id, Type[agent,attribute=value].")
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    requires: list[str] = Field(default_factory=list, max_length=MAX_EXPORT_ITEMS)
+
+
+class DesiredStateExportIn(_Body):
+    """``PUT /api/v1/desired_state``: store a full or partial version made outside the engine's
+    compiles (``lsm export``), under the export rules of docs/semantics.md §4."""
+
+    partial: bool = Field(
+        False,
+        description="Only the sets listed replace their stored revisions (an empty list deletes "
+        "the set); other sets stay; shared resources may be added, never changed.",
+    )
+    sets: dict[SetName, list[ResourceIn]] = Field(
+        default_factory=dict, description="Set name -> its resources.", max_length=MAX_EXPORT_ITEMS
+    )
+    shared: list[ResourceIn] = Field(
+        default_factory=list, description="Resources in no set.", max_length=MAX_EXPORT_ITEMS
+    )
+    deleted_sets: list[SetName] = Field(
+        default_factory=list,
+        description="Sets to delete (partial only); unknown names are ignored.",
+        max_length=MAX_EXPORT_ITEMS,
+    )
+    soft_delete: bool = Field(
+        False, description="Drop, silently, the deletion of a set that this export still fills."
+    )

@@ -54,6 +54,7 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/compiles/{compile_id}"): (V, ENV),
     ("POST", "/api/v1/compiles/{compile_id}/retry"): (OP, ENV),
     ("GET", "/api/v1/desired_state"): (V, ENV),
+    ("PUT", "/api/v1/desired_state"): (OP, ENV),
     ("GET", "/api/v1/desired_state/{version}"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}/resources"): (V, ENV),
     ("GET", "/api/v1/desired_state/{version}/diff/{other}"): (V, ENV),
@@ -235,6 +236,8 @@ BODIES: dict[tuple[str, str], Any] = {
         "reason": "role test",
     },
     ("POST", "/api/v1/compiles"): lambda n: {"kind": "full"},
+    # a partial export: refused by rule 7 where no full one came first (a 400 is an answer)
+    ("PUT", "/api/v1/desired_state"): lambda n: {"partial": True, "sets": {f"s-{n}": []}},
     ("POST", "/api/v1/environments"): lambda n: {"name": f"new-{n}"},
     ("PUT", "/api/v1/environments/{env}/model"): lambda n: {"model": str(MODEL)},
     ("PUT", "/api/v1/environments/{env}/settings/{key}"): lambda n: {"value": 1.0},
