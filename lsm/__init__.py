@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         Handler,
         HandlerContext,
         HandlerError,
+        WatchContext,
         handler,
     )
     from lsm.model import (
@@ -88,6 +89,7 @@ _LAZY = {
     "Handler": "lsm.deploy",
     "HandlerContext": "lsm.deploy",
     "HandlerError": "lsm.deploy",
+    "WatchContext": "lsm.deploy",
     "Meta": "lsm.model",
     "handler": "lsm.deploy",
     "Catalog": "lsm.catalog",
@@ -171,6 +173,7 @@ __all__ = [
     "ServiceEntity",
     "Shared",
     "UnionSelector",
+    "WatchContext",
     "__version__",
     "adopt",
     "all",

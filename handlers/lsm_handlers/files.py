@@ -7,6 +7,10 @@ target, so no reader ever sees half a file; an update that changes only ``mode``
 ``chmod``, not a rewrite. A relative path is refused where the resource is built: the agent's
 working directory is nobody's business.
 
+**Watch.** The handler watches each deployed file with the agent's one inotify instance
+(``WatchContext.files``): a change behind the engine's back is checked and repaired at once,
+without a poll or a repair run (docs/handlers.md §4).
+
 The parent directory must exist (model it with another resource, or keep files where one
 exists): creating directories nobody purges would leave debris behind.
 
@@ -20,7 +24,7 @@ order's compile fails, not its deploy.
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -76,3 +80,10 @@ class FileHandler(lsm.CRUDHandler[File]):
     def delete(self, ctx: lsm.HandlerContext, resource: File) -> None:
         if ctx.jail.remove(resource.path, who=resource.id):
             ctx.info("file removed", path=resource.path)
+
+    def watch(self, ctx: lsm.WatchContext, resource: File) -> Callable[[], None]:
+        """Any change to the file (content, bits, removed, replaced) may be drift: watched through
+        the agent's one inotify instance, on the file's directory (a file renamed over it is a new
+        inode). Only under the agent's roots, like every access (the path is resolved first)."""
+        _root, resolved = ctx.jail.resolve(resource.path, who=resource.id)
+        return ctx.files.watch(resolved, ctx.drifted, ctx.failed)

@@ -6,7 +6,7 @@ The engine (docs/architecture.md §9): ``Planner`` (new versions -> resource-sta
 metaparameters), ``Feedback`` (resource-based lifecycle transfers).
 
 Public for handler authors (re-exported as ``lsm.CRUDHandler`` etc.): ``Handler``, ``CRUDHandler``,
-``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``handler``.
+``DiscoveryHandler``, ``HandlerContext``, ``WatchContext``, ``Change``, ``HandlerError``, ``handler``.
 """
 
 from lsm.deploy.handler import (
@@ -16,6 +16,7 @@ from lsm.deploy.handler import (
     Handler,
     HandlerContext,
     HandlerError,
+    WatchContext,
     handler,
 )
 
@@ -48,5 +49,6 @@ __all__ = [
     "HandlerContext",
     "HandlerError",
     "Planner",
+    "WatchContext",
     "handler",
 ]

@@ -88,6 +88,8 @@ class BatchRunner:
         self.kill_after_results = os.environ.get(KILL_AFTER_RESULTS) == "1"
         self.executor = Executor(Semaphores(sema), clock)
         self.handlers = HandlerThreads(threads)
+        #: called with a batch's results once they are written (the watches start there)
+        self.on_results: Callable[[str, list[Result], dict[str, tuple[str, str]]], None] | None = None
         self._registries: dict[str, tuple[Model, HandlerRegistry]] = {}
         self._lock = threading.Lock()
 
@@ -209,6 +211,8 @@ class DeployWork:
             )
             if runner.kill_after_results:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if runner.on_results is not None:
+                runner.on_results(self.env_id, results, self.records)
             sets, changed = self.completed(results)
             runner.feedback.deliver(pending, self.env_id, sets, changed)
         except Exception as exc:
