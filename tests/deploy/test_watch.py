@@ -76,7 +76,7 @@ def edit(path: Path, text: str) -> None:
 def deployed(engine: ApiRuntime, resource_id: str) -> bool:
     """Whether the resource's row exists and is ``deployed`` (its plan may not have run yet)."""
     try:
-        return status(engine, resource_id)["status"] == "deployed"
+        return bool(status(engine, resource_id)["status"] == "deployed")
     except NoResultFound:
         return False
 
