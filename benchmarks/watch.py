@@ -8,8 +8,10 @@ only the watches can repair anything:
 * **setup**: ``--files`` ``std::File`` resources (``--per-dir`` to a directory) in one full
   version, deployed, then waited for until every one is watched;
 * **idle**: the process's CPU time (every thread) over ``--idle`` seconds, as a share of one
-  core, and its resident memory then, against the memory before the version was stored (so
-  the growth counts the deployed rows' cache too: an upper bound of what the watches cost);
+  core, once with nothing stored (the idle engine: its service loop, heartbeats) and once with
+  every file watched; the difference is what the watches cost. Resident memory then, against
+  the memory before the version was stored (so the growth counts the deployed rows' caches
+  too: an upper bound of what the watches cost);
 * **drift**: ``--edits`` times, one random file is rewritten by hand (a new file renamed over
   it, as an editor saves) and timed until it holds its desired content again (read every
   millisecond); one edit every ``--gap`` seconds. Median, p99 and max in milliseconds.
@@ -117,6 +119,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         try:
             agent = engine.processing.agent
             assert agent is not None
+            time.sleep(2.0)
+            cpu0, wall0 = _cpu(), time.perf_counter()
+            time.sleep(args.idle)
+            base_cpu = (_cpu() - cpu0) / (time.perf_counter() - wall0)
             rss_before = _rss_mb()
             env_id = engine.context(None).env_id
             sets = {
@@ -157,6 +163,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "setup_s": round(setup, 1),
         "idle_s": args.idle,
         "idle_cpu_percent_of_a_core": round(idle_cpu * 100, 2),
+        "base_idle_cpu_percent_of_a_core": round(base_cpu * 100, 2),
+        "watches_cpu_percent_of_a_core": round((idle_cpu - base_cpu) * 100, 2),
         "rss_before_mb": round(rss_before, 1),
         "rss_idle_mb": round(rss_idle, 1),
         "rss_growth_mb": round(rss_idle - rss_before, 1),
@@ -177,7 +185,8 @@ def run_watch_command(args: argparse.Namespace, argv: list[str]) -> int:
     table.add_column("result", justify="right")
     table.add_row(
         f"{result['files']:,} watched files idle ({result['idle_s']:g} s)",
-        f"{result['idle_cpu_percent_of_a_core']}% of a core, +{result['rss_growth_mb']} MB "
+        f"{result['idle_cpu_percent_of_a_core']}% of a core ({result['base_idle_cpu_percent_of_a_core']}% "
+        f"before the version: +{result['watches_cpu_percent_of_a_core']}%), +{result['rss_growth_mb']} MB "
         f"({result['rss_before_mb']} -> {result['rss_idle_mb']} MB)",
     )
     table.add_row(
