@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsm_handlers.linux import Interface, Namespace
 from sqlalchemy.exc import NoResultFound
 
 from lsm.deploy.agent import AgentService
@@ -22,7 +23,10 @@ from lsm.desired_state.records import ResourceRecord
 from lsm.runtime.wiring import ApiRuntime
 from tests.deploy import watch_model
 from tests.deploy.agents import actions, export, status
+from tests.netlab import ip, netns_prefix
 from tests.waiting import wait_until
+
+__all__ = ["netns_prefix"]  # the fixture, imported for the tests below
 
 
 @pytest.fixture(autouse=True)
@@ -228,3 +232,34 @@ def test_watches_start_again_in_the_agent_that_takes_the_names(
     watch_model.WATCHING["a"]()
     wait_until(lambda: watch_model.TARGET["a"] == "desired", "the next agent repairs it")
     assert agent_of(successor).watches.active() == 1
+
+
+def test_a_watched_interface_changed_by_hand_is_repaired_through_netlink(
+    running: Callable[..., ApiRuntime], netns_prefix: str
+) -> None:
+    engine = running("tests.deploy.file_model")
+    namespace = Namespace(agent="lab", name=f"{netns_prefix}r1")
+    interface = Interface(
+        agent="lab",
+        namespace=namespace.name,
+        name="p0",
+        kind="veth",
+        peer="p0-peer",
+        mtu=1500,
+        requires=[namespace],
+    )
+    records = [ResourceRecord(*r.to_data()) for r in (namespace, interface)]
+    export(engine, {"s1": records})
+    wait_until(lambda: agent_of(engine).watches.active() == 2, "the namespace and the interface are watched")
+
+    ip("-n", namespace.name, "link", "set", "dev", "p0", "mtu", "1400")
+    wait_until(
+        lambda: (
+            '"mtu":1500'
+            in ip("-n", namespace.name, "-j", "link", "show", "dev", "p0").stdout.replace(" ", "")
+        ),
+        "the MTU changed by hand is set back",
+    )
+    wait_until(lambda: "update" in kinds(engine, records[1].id), "the repair is in the action log")
+    repairs = [a for a in actions(engine, records[1].id) if a["action"] == "update"]
+    assert repairs[-1]["changes"]["mtu"] == {"current": 1400, "desired": 1500}
