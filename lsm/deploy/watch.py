@@ -15,9 +15,10 @@ limit/burst collate a storm of events and replay the last, and the action log sh
   minute): a resource that left the desired state, or whose name went to another process, is
   no longer watched here.
 * **Move.** The same comparison starts the watches of deployed resources of names this process
-  holds but did not deploy (after a restart, or a take-over); names whose resources are watched
-  and that no live process holds are taken (``AgentNames.take``), and a process keeps its
-  watched names while they are idle (``AgentNames.keep(watched=...)``).
+  holds but did not deploy (after a restart, or a take-over); names with deployed resources
+  that no live process holds are looked for every ``TAKE_EVERY`` seconds and taken
+  (``AgentNames.take``), and a process keeps its watched names while they are idle
+  (``AgentNames.keep(watched=...)``).
 * **Failure.** A watch that raises when it starts, or reports ``failed(exc)`` later, is stopped
   and started again after ``delay`` (with back-off when asked), ``retry`` times (``-1``: for
   ever), counted apart from the deploy's tries; spent, the resource is left to ``poll`` and the
@@ -61,6 +62,9 @@ Key = tuple[str, str]  # (env_id, resource_id)
 
 #: the longest the watches go without being compared with the rows (seconds)
 FULL_EVERY = 60.0
+#: how often the names with deployed rows that no live process holds are looked for (seconds):
+#: a dead holder's lease lasts ``lease_ttl`` anyway, and the look reads the deployed rows
+TAKE_EVERY = 15.0
 
 
 @dataclass(eq=False)
@@ -107,6 +111,7 @@ class Watches:
         self._thread: threading.Thread | None = None
         self._seen: tuple[frozenset[Name], dict[str, int]] | None = None
         self._full_at = 0.0
+        self._take_at = -TAKE_EVERY
 
     # -- what the agent calls ---------------------------------------------------------------------
     def deployed(self, env_id: str, results: Sequence[Result], records: dict[str, tuple[str, str]]) -> None:
@@ -299,18 +304,20 @@ class Watches:
 
     # -- the comparison with the rows -------------------------------------------------------------
     def _reconcile(self) -> None:
-        now = self.clock()
+        now, mono = self.clock(), time.monotonic()
+        free: set[Name] = set()
         with self.db.read() as session:
             conn = session.connection()
             heads = {r[0]: r[1] for r in conn.execute(lsm_deploy_head.select())}
-            wanted: set[Name] = set()
-            for env_id in deploy_names.planned_environments(conn):
-                wanted |= deploy_watch.watched_names(conn, env_id)
-            free = deploy_watch.unheld(conn, wanted - self.names.snapshot(), now)
+            if mono - self._take_at >= TAKE_EVERY:
+                self._take_at = mono
+                wanted: set[Name] = set()
+                for env_id in deploy_names.planned_environments(conn):
+                    wanted |= deploy_watch.watched_names(conn, env_id)
+                free = deploy_watch.unheld(conn, wanted - self.names.snapshot(), now)
         if free:
             self.names.take(free)
         held = frozenset(self.names.snapshot())
-        mono = time.monotonic()
         if self._seen == (held, heads) and mono - self._full_at < FULL_EVERY:
             return
         self._seen, self._full_at = (held, heads), mono
