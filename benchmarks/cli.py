@@ -28,6 +28,7 @@ from benchmarks.e2e_cli import add_e2e_parser, run_e2e_command
 from benchmarks.faults import add_faults_parser, run_faults_command
 from benchmarks.isolate import SizeJob, run_in_process, run_in_subprocess
 from benchmarks.orders import add_orders_parser, run_orders_command
+from benchmarks.watch import add_watch_parser, run_watch_command
 
 FULL_SIZES = "1000,5000,10000,100000"
 PARTIAL_SIZES = "1000,10000,100000"
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(N networks x --hosts hosts + 1 shared resource), or the whole system over HTTP (e2e).",
     )
     commands = parser.add_subparsers(
-        dest="scenario", required=True, metavar="{full,partial,e2e,deploy,orders,faults}"
+        dest="scenario", required=True, metavar="{full,partial,e2e,deploy,orders,faults,watch}"
     )
     full = commands.add_parser(
         "full",
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     partial.add_argument("--repeat", type=int, default=30, help="updates measured per size (default 30)")
     add_e2e_parser(commands)
     add_deploy_parser(commands)
+    add_watch_parser(commands)
     add_orders_parser(commands)
     add_faults_parser(commands)
     return parser
@@ -123,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_e2e_command(args, argv)
     if args.scenario == "deploy":
         return run_deploy_command(args, argv)
+    if args.scenario == "watch":
+        return run_watch_command(args, argv)
     if args.scenario == "orders":
         return run_orders_command(args, argv)
     if args.scenario == "faults":

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         Handler,
         HandlerContext,
         HandlerError,
+        WatchContext,
         handler,
     )
     from lsm.model import (
@@ -91,6 +92,7 @@ _LAZY = {
     "Handler": "lsm.deploy",
     "HandlerContext": "lsm.deploy",
     "HandlerError": "lsm.deploy",
+    "WatchContext": "lsm.deploy",
     "Meta": "lsm.model",
     "handler": "lsm.deploy",
     "Catalog": "lsm.catalog",
@@ -177,6 +179,7 @@ __all__ = [
     "ServiceEntity",
     "Shared",
     "UnionSelector",
+    "WatchContext",
     "__version__",
     "adopt",
     "all",

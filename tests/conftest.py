@@ -145,6 +145,7 @@ SLOW = (
     "tests/api/test_events.py::test_a_worker_in_another_process",  # a worker process
     "tests/test_benchmarks_smoke.py",  # the benchmarks, small
     "tests/test_export_bench.py",  # an lsm server and lsm export processes, small
+    "tests/test_watch_bench.py",  # the watch benchmark, small
     "tests/test_cli_follow.py",  # a server process followed by the CLI
     "tests/test_stdlib_selectors.py",  # fresh interpreters
 )

@@ -12,6 +12,10 @@ exists): creating directories nobody purges would leave debris behind. A file or
 needs the ``std::Directory`` of its nearest managed ancestor: ``autoedges`` names them, so the
 engine orders the directory first without a written ``requires`` (docs/semantics.md §5).
 
+**Watch.** The handler watches each deployed file with the agent's one inotify instance
+(``WatchContext.files``): a change behind the engine's back is checked and repaired at once,
+without a poll or a repair run (docs/handlers.md §4).
+
 Every access goes through the agent's jail (``ctx.jail``, ``lsm.deploy.jail``): only under the
 roots the operator configured, never through a link that leads out, never a setuid, setgid or
 sticky mode unless the agent allows it. A path whose name parts the file system can not hold
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import stat
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -169,6 +173,13 @@ class FileHandler(lsm.CRUDHandler[File]):
     def delete(self, ctx: lsm.HandlerContext, resource: File) -> None:
         if ctx.jail.remove(resource.path, who=resource.id):
             ctx.info("file removed", path=resource.path)
+
+    def watch(self, ctx: lsm.WatchContext, resource: File) -> Callable[[], None]:
+        """Any change to the file (content, bits, removed, replaced) may be drift: watched through
+        the agent's one inotify instance, on the file's directory (a file renamed over it is a new
+        inode). Only under the agent's roots, like every access (the path is resolved first)."""
+        _root, resolved = ctx.jail.resolve(resource.path, who=resource.id)
+        return ctx.files.watch(resolved, ctx.drifted, ctx.failed)
 
 
 class _OpenFolder(threading.local):

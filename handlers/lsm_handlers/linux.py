@@ -23,6 +23,9 @@ applied by deleting and re-creating the link; the others in place. Link names mu
 per agent (the resource id is the link name): give each namespace its own agent, as the
 examples do (one agent per router).
 
+Watched (``lsm_handlers.netlink_watch``): netlink link and address events of the namespace
+(pyroute2), and the namespace's file in ``/run/netns``.
+
 Needs root (``CAP_NET_ADMIN`` and ``CAP_SYS_ADMIN``); without it every call fails with the
 command and the kernel's answer.
 """
@@ -41,6 +44,7 @@ from pydantic import field_validator, model_validator
 
 import lsm
 from lsm.deploy.handler import Change, HandlerError
+from lsm_handlers import netlink_watch
 
 #: IFNAMSIZ is 16 bytes with the terminating NUL
 LINK_NAME_MAX = 15
@@ -289,6 +293,8 @@ def _require_namespace(resource_id: str, namespace: str) -> None:
 
 # -- handlers ------------------------------------------------------------------------------------------
 class NamespaceHandler(lsm.CRUDHandler[Namespace]):
+    watch = netlink_watch.watch_namespace  # Watch: lsm_handlers.netlink_watch
+
     def read(self, ctx: lsm.HandlerContext, resource: Namespace) -> Mapping[str, Any] | None:
         return {"name": resource.name} if namespace_exists(resource.id, resource.name) else None
 
@@ -306,6 +312,8 @@ class NamespaceHandler(lsm.CRUDHandler[Namespace]):
 
 
 class InterfaceHandler(lsm.CRUDHandler[Interface]):
+    watch = netlink_watch.watch_interface
+
     def read(self, ctx: lsm.HandlerContext, resource: Interface) -> Mapping[str, Any] | None:
         info = link(resource.id, resource.namespace, resource.name)
         if info is None:
@@ -350,6 +358,8 @@ class InterfaceHandler(lsm.CRUDHandler[Interface]):
 
 
 class VethHandler(lsm.CRUDHandler[Veth]):
+    watch = netlink_watch.watch_veth
+
     def read(self, ctx: lsm.HandlerContext, resource: Veth) -> Mapping[str, Any] | None:
         near = link(resource.id, resource.namespace, resource.name)
         if near is None:

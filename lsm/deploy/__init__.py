@@ -6,7 +6,8 @@ The engine (docs/architecture.md §9): ``Planner`` (new versions -> resource-sta
 metaparameters), ``Feedback`` (resource-based lifecycle transfers).
 
 Public for handler authors (re-exported as ``lsm.CRUDHandler`` etc.): ``Handler``, ``CRUDHandler``,
-``DiscoveryHandler``, ``HandlerContext``, ``Change``, ``HandlerError``, ``GroupMember``, ``handler``.
+``DiscoveryHandler``, ``HandlerContext``, ``WatchContext``, ``Change``, ``HandlerError``, ``GroupMember``,
+``handler``.
 """
 
 from lsm.deploy.handler import (
@@ -17,6 +18,7 @@ from lsm.deploy.handler import (
     Handler,
     HandlerContext,
     HandlerError,
+    WatchContext,
     handler,
 )
 
@@ -50,5 +52,6 @@ __all__ = [
     "HandlerContext",
     "HandlerError",
     "Planner",
+    "WatchContext",
     "handler",
 ]

@@ -18,7 +18,9 @@ Work sources (``sources``), each a job of its own:
 On the loop's heartbeat (``keepalives``), each alone: ``keepalive`` renews the presence and name
 leases and gives back names above the fair share (``lsm.deploy.names``); ``recover`` runs the
 recovery pass (nothing waits for the periodic repair); the repair schedule (``lsm.deploy.repairs``)
-sets due environments' deployed resources back to ``pending``.
+sets due environments' deployed resources back to ``pending``; ``watch`` compares the watches
+with the rows (``lsm.deploy.watch``: resources deployed here are watched where their handler
+can, and a watch event marks the resource for a check through ``lsm.deploy.drift``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from typing import Any
 
 from lsm.deploy.batches import BatchRunner
 from lsm.deploy.claiming import Claiming
+from lsm.deploy.drift import DriftQueue
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.jail import Jail
 from lsm.deploy.names import AgentNames
 from lsm.deploy.planner import Planner, Planning
 from lsm.deploy.recovery import Recovery, RecoveryPasses
 from lsm.deploy.repairs import Repairs
+from lsm.deploy.watch import Watches
 from lsm.orchestration import EnvironmentContext, Orchestrator
 from lsm.store.database import Database
 from lsm.store.tables import utcnow
@@ -113,6 +117,10 @@ class AgentService:
         )
         self.planning = Planning(self.planner, stopped=stopped, wake=wake)
         self.repairs = Repairs(db, contexts, wake=wake)
+        self.drift = DriftQueue(db, wake)
+        self.watches = Watches(db, self.runner, self.names, self.drift, clock=clock)
+        self.runner.on_results = self.watches.deployed
+        self.claiming.finished = self.drift.flush
 
     @property
     def sources(self) -> list[Any]:
@@ -122,7 +130,7 @@ class AgentService:
     @property
     def keepalives(self) -> list[Callable[[], None]]:
         """What the service loop calls on its heartbeat, each alone (a failure stops no other)."""
-        return [self.keepalive, self.recover, self.repair]
+        return [self.keepalive, self.recover, self.repair, self.watch]
 
     def stopped(self) -> bool:
         return self._stopped
@@ -133,7 +141,7 @@ class AgentService:
     def keepalive(self) -> None:
         """Renew this process's presence and its names; give back names it no longer needs."""
         if not self._stopped:
-            self.names.keep(self.claiming.busy())
+            self.names.keep(self.claiming.busy(), watched=self.watches.names_watched())
 
     def recover(self) -> None:
         """The recovery pass (``lsm.deploy.recovery``); its failure is logged, never fatal."""
@@ -151,9 +159,15 @@ class AgentService:
         if not self._stopped:
             self.repairs.schedule(self.clock())
 
+    def watch(self) -> None:
+        """The watches' heartbeat (``lsm.deploy.watch``): start, stop and move them with the rows."""
+        if not self._stopped:
+            self.watches.keep()
+
     def stop(self) -> None:
         """Give back every name and the presence lease, then this process's claims; no new claims."""
         self._stopped = True
+        self.watches.stop()
         try:
             self.names.give_up()
         except Exception as exc:

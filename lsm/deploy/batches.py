@@ -92,6 +92,8 @@ class BatchRunner:
         self.handlers = HandlerThreads(threads)
         #: handler calls made (a group is one): what autogroup saves, read by tests and benchmarks
         self.handler_calls = 0
+        #: called with a batch's results once they are written (the watches start there)
+        self.on_results: Callable[[str, list[Result], dict[str, tuple[str, str]]], None] | None = None
         self._registries: dict[str, tuple[Model, HandlerRegistry]] = {}
         self._lock = threading.Lock()
 
@@ -219,6 +221,8 @@ class DeployWork:
             )
             if runner.kill_after_results:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if runner.on_results is not None:
+                runner.on_results(self.env_id, results, self.records)
             sets, changed = self.completed(results)
             runner.feedback.deliver(pending, self.env_id, sets, changed)
         except Exception as exc:

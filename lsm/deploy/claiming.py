@@ -60,6 +60,8 @@ class Claiming:
         self._running: set[DeployWork] = set()
         self._lock = threading.Lock()
         self._turn = 0
+        #: called when a batch finished (drift held back by a running deploy is marked then)
+        self.finished: Callable[[], None] = _nothing
 
     # -- WorkSource ----------------------------------------------------------------------------------
     def claim(self) -> DeployWork | None:
@@ -146,6 +148,7 @@ class Claiming:
                 self._inflight[name] -= 1
                 if self._inflight[name] <= 0:
                     del self._inflight[name]
+        self.finished()
         self.wake(work.env_id)  # dependants may be ready now
 
     def busy(self) -> set[Name]:
@@ -157,6 +160,10 @@ class Claiming:
         """The resource ids a batch of this process runs now (its claims that are not stale)."""
         with self._lock:
             return {c.resource_id for work in self._running for c in work.claimed}
+
+
+def _nothing() -> None:
+    pass
 
 
 __all__ = ["Claiming"]

@@ -57,6 +57,7 @@ from lsm.model.loader import HANDLER_MARK
 from lsm.model.resource import Resource
 
 if TYPE_CHECKING:
+    from lsm.deploy.file_watch import FileWatcher
     from lsm.deploy.jail import Jail
 
 R = TypeVar("R", bound=Resource)
@@ -132,6 +133,48 @@ class HandlerContext:
         self.log("error", message, **data)
 
 
+class WatchContext:
+    """What a handler's ``watch`` gets: where it may look, and how to say what it saw.
+
+    ``drifted()`` says the resource may have drifted (the engine then checks it through the
+    normal deploy path, under its metaparameters); ``failed(exc)`` says the watch broke while
+    it ran (the engine stops it and starts it again under ``retry``/``delay``). Both are cheap
+    and safe to call from any thread, any number of times. ``files`` is the agent's one
+    inotify instance (``lsm.deploy.file_watch.FileWatcher``): watch files through it rather
+    than opening an instance per resource.
+    """
+
+    def __init__(
+        self,
+        resource_id: str,
+        *,
+        state_dir: Path,
+        jail: Jail | None,
+        files: FileWatcher,
+        drifted: Callable[[], None],
+        failed: Callable[[BaseException], None],
+    ) -> None:
+        self.resource_id = resource_id
+        self.state_dir = state_dir
+        self._jail = jail
+        self.files = files
+        self.drifted = drifted
+        self.failed = failed
+
+    @property
+    def jail(self) -> Jail:
+        """Where the handler may look (``lsm.deploy.jail.Jail``), as for a deploy."""
+        if self._jail is None:
+            from lsm.deploy.jail import Jail
+
+            self._jail = Jail.of([self.state_dir])
+        return self._jail
+
+
+#: what ``Handler.watch`` returns: the function that stops the watch (or ``None``: nothing to stop)
+StopWatch = Callable[[], None] | None
+
+
 class HandlerError(Exception):
     """A handler's way to fail a deploy with a message (any exception fails it too)."""
 
@@ -204,6 +247,19 @@ class Handler(Generic[R]):
                 self.deploy(member.ctx, member.resource, dry_run=dry_run)
             except Exception as exc:
                 member.error = exc
+
+    def watch(self, ctx: WatchContext, resource: R) -> StopWatch:
+        """Start watching ``resource`` on its target; call ``ctx.drifted()`` when it may have
+        drifted. Return the function that stops the watch. Optional: a handler that does not
+        override it is not watched (its resources are checked by ``poll`` and the repair run).
+        Return quickly: start a watch, do not wait for events here. Raising fails the watch,
+        which the engine retries under the resource's ``retry``/``delay``."""
+        raise NotImplementedError
+
+
+def watches(handler: Handler[Any]) -> bool:
+    """Whether ``handler`` watches its resources (overrides ``Handler.watch``)."""
+    return type(handler).watch is not Handler.watch
 
 
 class CRUDHandler(Handler[R]):

@@ -74,6 +74,11 @@ class AgentNames:
         with self._lock:
             return sorted(n for n in names if n in self.held)
 
+    def snapshot(self) -> set[Name]:
+        """The names this process holds now (a copy)."""
+        with self._lock:
+            return set(self.held)
+
     def preference(self, name: Name) -> str:
         """This process's own order of preference among free names: processes that look at the
         same names at once try different ones first, so they spread instead of all contending
@@ -123,9 +128,11 @@ class AgentNames:
         if taken:  # and the feedback they left undone
             self.taken_over()
 
-    def keep(self, busy: Collection[Name]) -> None:
+    def keep(self, busy: Collection[Name], watched: Collection[Name] = ()) -> None:
         """Renew this process's presence and its names; give back names it no longer needs
-        (``busy``: the names a batch of this process runs now, kept whatever the share)."""
+        (``busy``: the names a batch of this process runs now, kept whatever the share;
+        ``watched``: names whose resources this process watches, kept while idle, so that their
+        watches stay where they are; given back as surplus like any other)."""
         now = self.clock()
         with self.db.read() as session:
             names = deploy_names.open_names(session.connection(), now)
@@ -140,7 +147,7 @@ class AgentNames:
             for name in held:
                 # alone, a process keeps its idle names (taking a name back costs a lease write
                 # on the next change); with others, it gives them back for them to take
-                idle = processes > 1 and name not in names and name not in busy
+                idle = processes > 1 and name not in names and name not in busy and name not in watched
                 surplus = extra > 0 and name in names and name not in busy
                 if idle or surplus:
                     lease_sql.release(session, lease_name(*name), self.owner)
