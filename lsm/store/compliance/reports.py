@@ -96,6 +96,13 @@ def create_report(conn: Connection, env_id: str, selection: ResourceSelection, n
     return report_id
 
 
+def _lock_report(conn: Connection, report_id: str) -> None:
+    """Lock the report row (PostgreSQL; a SQLite write transaction is exclusive already): every
+    transaction that changes a part takes it first, so parts change one report at a time."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(_report.c.id).where(_report.c.id == report_id).with_for_update())
+
+
 # -- the agents' side ----------------------------------------------------------------------------------
 def open_parts(conn: Connection, agents: Collection[str] | None = None) -> list[RowMapping]:
     """Parts with work left (queued, or running), the oldest reports first, at most
@@ -115,7 +122,9 @@ def open_parts(conn: Connection, agents: Collection[str] | None = None) -> list[
 
 def take_part(conn: Connection, part: RowMapping, owner: str, now: datetime) -> ClaimedPart | None:
     """Claim ``part`` (a row of ``open_parts``) for ``owner`` if it still stands as it was read
-    (None: another process was quicker); the rows a dead owner wrote for it are dropped."""
+    (None: another process was quicker); the rows a dead owner wrote for it are dropped.
+    The report row is locked first, as in ``finish_part``: one lock order, no deadlock."""
+    _lock_report(conn, part["report_id"])
     taken = conn.execute(
         update(_part)
         .where(
@@ -183,6 +192,9 @@ def finish_part(
 ) -> bool:
     """The part is done (``error``: it could not run, and the report fails with that message);
     the report is done when no part has work left. False when ``owner`` lost the part."""
+    # the report row first: two parts finishing at once on PostgreSQL each counted the other as
+    # still running (neither commit seen) and nobody marked the report done
+    _lock_report(conn, part.report_id)
     if not holds(conn, part, owner):
         return False
     status = ReportStatus.DONE if error is None else ReportStatus.FAILED
@@ -217,6 +229,7 @@ def finish_part(
 
 def give_back(conn: Connection, part: ClaimedPart, owner: str) -> int:
     """Shutdown: ``owner``'s part is queued again for another process, its rows dropped."""
+    _lock_report(conn, part.report_id)
     changed = conn.execute(
         update(_part)
         .where(
