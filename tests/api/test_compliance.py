@@ -110,6 +110,11 @@ def test_a_report_is_asked_for_run_by_the_agent_and_paged(
     assert not (state_dir / "s2/b.conf").exists()
     listed = http.get("/api/v1/compliance").json()
     assert [r["id"] for r in listed] == [report["id"]] and listed[0]["resources"] == []
+    metrics = http.get("/metrics").text
+    for agent, outcome in (("a", "drifted"), ("b", "missing"), ("a", "in_sync")):
+        labels = f'agent="{agent}",environment="default",outcome="{outcome}",resource_type="test::File"'
+        assert f"lsm_compliance_checks_total{{{labels}}} 1.0" in metrics, labels
+    assert "lsm_compliance_parts" in metrics
 
 
 def test_a_report_over_a_selection_covers_only_it(http: httpx.Client) -> None:

@@ -290,6 +290,24 @@ def items_page(
     return list(conn.execute(query.order_by(_item.c.resource_id).limit(limit).offset(offset)).mappings())
 
 
+def metric_rows(conn: Connection) -> tuple[list[tuple[str, str, str, str, int]], list[tuple[str, str, int]]]:
+    """What ``/metrics`` shows of compliance: the checked-resource counters ``(env, agent, type,
+    outcome, n)`` (a few rows), and parts with work left per environment and status (through the
+    partial index of open parts: costs the open work, never the report history)."""
+    m = lsm_metric_compliance
+    checks = [
+        (r[0], r[1], r[2], r[3], int(r[4]))
+        for r in conn.execute(select(m.c.env_id, m.c.agent, m.c.resource_type, m.c.outcome, m.c.count))
+    ]
+    query = (
+        select(_part.c.env_id, _part.c.status, func.count())
+        .where(_part.c.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value]))
+        .group_by(_part.c.env_id, _part.c.status)
+    )
+    parts = [(r[0], r[1], int(r[2])) for r in conn.execute(query)]
+    return checks, parts
+
+
 def open_parts_of(conn: Connection, report_ids: Sequence[str]) -> int:
     """How many parts of these reports have work left (for diagnosis and tests)."""
     total = 0
@@ -314,6 +332,7 @@ __all__ = [
     "holds",
     "items_page",
     "list_reports",
+    "metric_rows",
     "open_parts",
     "open_parts_of",
     "outcome_counts",
