@@ -2,17 +2,19 @@
 
 Thin like every router: parse, call ``facades.compliance``, return its view. ``POST`` only
 stores the report (the agents run it, ``lsm.deploy.compliance``) and answers 202 with its id and
-status; ``GET`` answers its status, counts and a page of its rows.
+status; ``GET`` answers its status, counts and a page of its rows, a handler's error as
+``lsm.api.disclosure.shown_compliance`` lets this caller see it (no server paths).
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
+from lsm.api.disclosure import shown_compliance
 from lsm.api.params import Offset
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.schemas.auth import Role
@@ -36,16 +38,18 @@ def request_report(body: ComplianceRequest, facades: FacadesDep, ctx: ContextDep
 
 @router.get("")
 def list_reports(
+    request: Request,
     facades: FacadesDep,
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> list[ComplianceReportOut]:
     """The environment's newest compliance reports (status and counts, no rows), newest first."""
-    return facades.compliance.recent(ctx, limit=limit)
+    return [shown_compliance(request, r) for r in facades.compliance.recent(ctx, limit=limit)]
 
 
 @router.get("/{report_id}")
 def get_report(
+    request: Request,
     report_id: str,
     facades: FacadesDep,
     ctx: ContextDep,
@@ -54,4 +58,5 @@ def get_report(
     offset: Offset = 0,
 ) -> ComplianceReportOut:
     """A report: where it stands, its counts per outcome, and a page of its rows in id order."""
-    return facades.compliance.report(ctx, report_id, outcome=outcome, limit=limit, offset=offset)
+    found = facades.compliance.report(ctx, report_id, outcome=outcome, limit=limit, offset=offset)
+    return shown_compliance(request, found)
