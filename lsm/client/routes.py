@@ -382,16 +382,8 @@ class Routes(ABC, Generic[ObjT, ListT]):
         with ``dry_run`` get per resource the changes a deploy would make; over the selection
         (``agents``, ``types``, ``sets``, ``instances``; none: everything). ``timeout``: for long
         dry runs (the client's timeout otherwise)."""
-        body = _drop_none(
-            {
-                "dry_run": dry_run,
-                "agents": agents,
-                "types": types,
-                "sets": sets,
-                "instances": instances,
-                "repair": repair,
-            }
-        )
+        scope = {"agents": agents, "types": types, "sets": sets, "instances": instances}
+        body = _drop_none({"dry_run": dry_run, "repair": repair, **scope})
         return self._one(Request("POST", "/api/v1/deploy", json=body, timeout=timeout))
 
     def deploy_status(self, *, agents: list[str] | None = None) -> ObjT:
