@@ -10,8 +10,8 @@ browser's link cannot send a header); it gets them only when ``may_see_details``
 authenticated admin.
 
 The ``shown_*`` functions are the one place that decides what an answer about a compile, an
-event line or a diagnosis may carry: the API's routes and the console's pages both call them, so
-a page never shows what the route behind it would hide.
+event line, a diagnosis or a compliance report may carry: the API's routes and the console's
+pages both call them, so a page never shows what the route behind it would hide.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from starlette.requests import HTTPConnection
 
 from lsm.schemas.auth import Role
 from lsm.schemas.compile_reports import CompileOut
+from lsm.schemas.compliance import ComplianceReportOut
 from lsm.schemas.inventory import DiagnosisOut, EventOut
 
 #: the request header with which a caller asks for tracebacks and full paths
@@ -134,6 +135,21 @@ def shown_event(request: HTTPConnection, event: EventOut, *, details: bool | Non
     if not event.is_error or (shows_details(request) if details is None else details):
         return event
     return event.model_copy(update={"message": redact_text(event.message)})
+
+
+def shown_compliance(
+    request: HTTPConnection, report: ComplianceReportOut, *, details: bool | None = None
+) -> ComplianceReportOut:
+    """A compliance report as this caller may see it: a handler's read error (and the report's
+    own failure) names no server path; the differences are the resources' own data."""
+    if shows_details(request) if details is None else details:
+        return report
+    rows = [
+        row if row.error is None else row.model_copy(update={"error": redact_text(row.error)})
+        for row in report.resources
+    ]
+    error = None if report.error is None else redact_text(report.error)
+    return report.model_copy(update={"resources": rows, "error": error})
 
 
 def shown_diagnosis(

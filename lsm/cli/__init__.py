@@ -40,6 +40,7 @@ from lsm.cli import (
     audit,
     catalog,
     compiles,
+    compliance,
     deploy,
     desired_state,
     discovery,
@@ -91,6 +92,7 @@ app.command("export")(export.export)
 app.add_typer(graph.app, name="graph")
 app.add_typer(resources.app, name="resources")
 app.command("deploy")(deploy.deploy)
+app.command("compliance")(compliance.compliance)
 app.command("discovered")(discovery.discovered)
 app.command("adopt")(discovery.adopt)
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from lsm.cli import render
 from lsm.cli.calls import call, connected, print_json
+from lsm.cli.compliance import AgentOpt, InstanceOpt, SetOpt, TypeOpt, selection
 from lsm.cli.console import err, out
 from lsm.cli.options import shared
 from lsm.cli.resources import status_cell
@@ -106,7 +107,10 @@ def _follow_deploy(
 
 def deploy(
     ctx: typer.Context,
-    agent: Annotated[list[str] | None, typer.Option("--agent", help="Only this agent (repeatable).")] = None,
+    agent: AgentOpt = None,
+    type_: TypeOpt = None,
+    set_: SetOpt = None,
+    instance: InstanceOpt = None,
     repair: Annotated[
         bool, typer.Option("--repair", help="Re-deploy every resource, not only failed and skipped ones.")
     ] = False,
@@ -118,7 +122,8 @@ def deploy(
     ] = False,
     timeout: Annotated[float, typer.Option(help="Bound on --wait and on a dry run (seconds).")] = 600.0,
 ) -> None:
-    """Deploy the newest desired state again (failed and skipped resources), or dry-run it.
+    """Deploy the newest desired state again (failed and skipped resources), or dry-run it,
+    over the selection (--agent, --type, --set, --instance; none: the whole environment).
 
     Exit code 1 when a dry-run item has an error, or with --wait when resources failed or
     were skipped or the deploy did not finish in time.
@@ -129,11 +134,12 @@ def deploy(
         )
     if timeout <= 0:
         raise typer.BadParameter("must be positive", param_hint="--timeout")
-    agents = list(agent) if agent else None
+    scope = selection(agent, type_, set_, instance)
+    agents = scope["agents"]
     if dry_run:
         result = call(
             ctx,
-            lambda c: c.deploy(dry_run=True, agents=agents, timeout=timeout),
+            lambda c: c.deploy(dry_run=True, timeout=timeout, **scope),
             _show_dry_run,
         )
         if any(item.get("error") for item in result.get("resources") or []):
@@ -141,7 +147,7 @@ def deploy(
         return
     as_json = shared(ctx).json
     with connected(ctx) as client:
-        result = client.deploy(agents=agents, repair=repair)
+        result = client.deploy(repair=repair, **scope)
         if not as_json:
             version = result.get("version")
             of_version = f" (desired-state version {version})" if version is not None else ""

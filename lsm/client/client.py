@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import httpx
 
+from lsm.client.compliance import ComplianceRoutes
 from lsm.client.credentials import resolve_token
 from lsm.client.errors import error_from_response
 from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
@@ -57,7 +58,11 @@ def _answer(response: httpx.Response) -> Any:
     return response.json()
 
 
-class Client(WebhookRoutes[JsonObject, JsonList], ExpertRoutes[JsonObject, JsonList]):
+class Client(
+    WebhookRoutes[JsonObject, JsonList],
+    ExpertRoutes[JsonObject, JsonList],
+    ComplianceRoutes[JsonObject, JsonList],
+):
     """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
     WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable); ``token``
     is sent as ``Authorization: Bearer``, found by ``lsm.client.credentials.resolve_token``
@@ -117,6 +122,7 @@ class Client(WebhookRoutes[JsonObject, JsonList], ExpertRoutes[JsonObject, JsonL
 class AsyncClient(
     WebhookRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
     ExpertRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
+    ComplianceRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
 ):
     """The asynchronous client: every method returns an awaitable of what ``Client``'s returns."""
 

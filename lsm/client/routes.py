@@ -404,11 +404,16 @@ class Routes(ABC, Generic[ObjT, ListT]):
         agents: list[str] | None = None,
         repair: bool = False,
         timeout: float | None = None,
+        types: list[str] | None = None,
+        sets: list[str] | None = None,
+        instances: list[str] | None = None,
     ) -> ObjT:
         """Deploy the newest version again (failed and skipped resources; all with ``repair``), or
-        with ``dry_run`` get per resource the changes a deploy would make. ``timeout``: for long
+        with ``dry_run`` get per resource the changes a deploy would make; over the selection
+        (``agents``, ``types``, ``sets``, ``instances``; none: everything). ``timeout``: for long
         dry runs (the client's timeout otherwise)."""
-        body = _drop_none({"dry_run": dry_run, "agents": agents, "repair": repair})
+        scope = {"agents": agents, "types": types, "sets": sets, "instances": instances}
+        body = _drop_none({"dry_run": dry_run, "repair": repair, **scope})
         return self._one(Request("POST", "/api/v1/deploy", json=body, timeout=timeout))
 
     def deploy_status(self, *, agents: list[str] | None = None) -> ObjT:

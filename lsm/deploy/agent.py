@@ -13,7 +13,9 @@ Work sources (``sources``), each a job of its own:
 * ``Planning`` (``lsm.deploy.planner``): plan the environments with a new desired-state version;
 * ``Claiming`` (``lsm.deploy.claiming``): claim a batch of ready resources of held names; the
   batch (``lsm.deploy.batches.DeployWork``) runs its handlers, writes the results in one
-  transaction and hands the outcomes to the lifecycle feedback (``lsm.deploy.feedback``).
+  transaction and hands the outcomes to the lifecycle feedback (``lsm.deploy.feedback``);
+* ``ComplianceRuns`` (``lsm.deploy.compliance``): claim one agent's part of a compliance report
+  and read its resources' targets, changing nothing.
 
 On the loop's heartbeat (``keepalives``), each alone: ``keepalive`` renews the presence and name
 leases and gives back names above the fair share (``lsm.deploy.names``); ``recover`` runs the
@@ -33,6 +35,7 @@ from typing import Any
 
 from lsm.deploy.batches import BatchRunner
 from lsm.deploy.claiming import Claiming
+from lsm.deploy.compliance import ComplianceChecker, ComplianceRuns
 from lsm.deploy.drift import DriftQueue
 from lsm.deploy.feedback import Feedback
 from lsm.deploy.jail import Jail
@@ -121,11 +124,21 @@ class AgentService:
         self.watches = Watches(db, self.runner, self.names, self.drift, clock=clock)
         self.runner.on_results = self.watches.deployed
         self.claiming.finished = self.drift.flush
+        self.compliance = ComplianceRuns(
+            db,
+            lambda env_id: self.runner.registry(env_id)[0],
+            ComplianceChecker(threads=threads, state_dir=state_dir, jail=jail),
+            owner=owner,
+            dead=self.recovery.dead,
+            agents=agents,
+            clock=clock,
+            stopped=stopped,
+        )
 
     @property
     def sources(self) -> list[Any]:
         """The agent's work sources for the service loop (``lsm.services.loop.WorkSource``)."""
-        return [self.passes, self.planning, self.claiming]
+        return [self.passes, self.planning, self.claiming, self.compliance]
 
     @property
     def keepalives(self) -> list[Callable[[], None]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,9 +31,18 @@ from lsm.deploy.jail import Jail
 from lsm.deploy.materialize import run_handler
 from lsm.deploy.registry import HandlerRegistry
 from lsm.desired_state import DesiredStateStore, ResourceRecord
-from lsm.schemas.deploy import ActionKind, ChangeOut, DeployResult, DryRunItem, ResourceStatus
+from lsm.schemas.deploy import (
+    ActionKind,
+    ChangeOut,
+    DeployResult,
+    DryRunItem,
+    ResourceSelection,
+    ResourceStatus,
+)
 from lsm.store.database import Database
 from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy.scope import set_name_of
+from lsm.store.deploy.tables import resource_type_of
 
 #: where handlers keep their files when the server names no state directory
 DEFAULT_STATE_DIR = "lsm-state"
@@ -90,18 +99,27 @@ def dry_run(
     agents: Sequence[str] | None = None,
     state_dir: Path | None = None,
     jail: Jail | None = None,
+    selection: ResourceSelection | None = None,
+    instance_resources: Collection[str] | None = None,
 ) -> DeployResult:
-    """Dry-run the newest version's resources of ``agents`` (None: every agent), in id order,
-    and log each in its action log; the findings per resource."""
+    """Dry-run the newest version's resources of ``agents`` (None: every agent) and of
+    ``selection`` (types and sets; ``instance_resources``: the ids its instances produced), in
+    id order, and log each in its action log; the findings per resource."""
     version = store.latest_version(env_id)
     if version is None:
         return DeployResult(version=None, dry_run=True)
     wanted = None if agents is None else set(agents)
+    types = None if selection is None or selection.types is None else set(selection.types)
+    sets = None if selection is None or selection.sets is None else {set_name_of(s) for s in selection.sets}
+    ids = None if instance_resources is None else set(instance_resources)
     records = sorted(
         (
             record
-            for _set, record in store.resources(env_id, version)
-            if wanted is None or str(record.attributes.get("agent")) in wanted
+            for set_name, record in store.resources(env_id, version)
+            if (wanted is None or str(record.attributes.get("agent")) in wanted)
+            and (types is None or resource_type_of(record.id) in types)
+            and (sets is None or (set_name or "") in sets)
+            and (ids is None or record.id in ids)
         ),
         key=lambda r: r.id,
     )

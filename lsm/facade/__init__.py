@@ -16,6 +16,7 @@ from lsm.deploy.jail import Jail
 from lsm.facade.auth import AuditFacade, Principal, TokensFacade
 from lsm.facade.catalog import CatalogFacade
 from lsm.facade.compiles import CompilesFacade
+from lsm.facade.compliance import ComplianceFacade
 from lsm.facade.context import LOCAL_ACTOR, RequestContext, new_request_id
 from lsm.facade.core import Core, EnvironmentContexts
 from lsm.facade.deploy import DeployFacade
@@ -42,6 +43,7 @@ class Facades:
     desired_state: DesiredStateFacade
     events: EventsFacade
     deploy: DeployFacade
+    compliance: ComplianceFacade
     discovery: DiscoveryFacade
     tokens: TokensFacade
     audit: AuditFacade
@@ -81,6 +83,7 @@ class Facades:
             desired_state=DesiredStateFacade(core, wake=wake_agents or no_wake),
             events=events,
             deploy=deploy,
+            compliance=ComplianceFacade(core, wake=wake_agents or no_wake),
             discovery=DiscoveryFacade(core),
             tokens=TokensFacade(core),
             audit=AuditFacade(core),
@@ -97,6 +100,7 @@ __all__ = [
     "CatalogFacade",
     "ChangeSignal",
     "CompilesFacade",
+    "ComplianceFacade",
     "Core",
     "Cursor",
     "DeployFacade",

@@ -19,6 +19,7 @@ from lsm.deploy.jail import Jail
 from lsm.errors import InvalidInput, UnknownResource
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.scope import check_selection
 from lsm.schemas.deploy import (
     DeployRequest,
     DeployResult,
@@ -28,6 +29,7 @@ from lsm.schemas.deploy import (
     ResourceStatus,
 )
 from lsm.store.deploy import queries as queries
+from lsm.store.deploy.scope import instance_resource_ids
 
 
 def _no_wake(_env_id: str) -> None:
@@ -128,10 +130,18 @@ class DeployFacade:
     # -- deploy ------------------------------------------------------------------------------------
     def deploy(self, ctx: RequestContext, request: DeployRequest) -> DeployResult:
         """Dry-run the newest version, or schedule failed/skipped (``repair``: all) resources and wake
-        the agents. Blocking (handlers run in a dry run): call it off the event loop."""
-        if request.agents is not None and any(not a for a in request.agents):
-            raise InvalidInput("agents: an agent name must not be empty", field="agents")
+        the agents, over the request's selection (``lsm.facade.scope``: a bad one is a 422 naming
+        the field, unknown instances a 404). Blocking (handlers run in a dry run): call it off
+        the event loop."""
         env = self.core.environments.context(ctx.environment)
+        selection = request.selection()
+        with self.core.db.read() as session:
+            check_selection(session, env.env_id, selection)
+            instance_resources = (
+                None
+                if request.instances is None
+                else instance_resource_ids(session.connection(), env.env_id, request.instances)
+            )
         if request.dry_run:
             return dry_run(
                 self.core.db,
@@ -141,9 +151,11 @@ class DeployFacade:
                 agents=request.agents,
                 state_dir=self.state_dir,
                 jail=self.jail,
+                selection=selection,
+                instance_resources=instance_resources,
             )
         with self.core.db.write() as session:
-            scheduled = queries.schedule_redeploy(session, env.env_id, request.agents, request.repair)
+            scheduled = queries.schedule_redeploy(session, env.env_id, selection, request.repair)
         self.wake(env.env_id)
         return DeployResult(
             version=self.core.store.latest_version(env.env_id), dry_run=False, scheduled=scheduled

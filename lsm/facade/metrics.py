@@ -114,6 +114,7 @@ class SnapshotCollector(Collector):
             resources.add_metric([self.env(env_id), status], count)
         yield resources
         yield from self._deploy()
+        yield from self._compliance()
         yield from self._webhooks(found.webhooks)
         yield from self._brake()
 
@@ -188,6 +189,24 @@ class SnapshotCollector(Collector):
             leases.add_metric([self.env(env_id)], count)
         yield leases
         yield GaugeMetricFamily("lsm_agent_processes", "Live agent processes.", value=found.agent_processes)
+
+    def _compliance(self) -> Iterator[Metric]:
+        checks = CounterMetricFamily(
+            "lsm_compliance_checks",
+            "Resources checked by compliance reports, by agent, resource type and outcome.",
+            labels=["environment", "agent", "resource_type", "outcome"],
+        )
+        for env_id, agent, rtype, outcome, count in self.found.compliance_checks:
+            checks.add_metric([self.env(env_id), agent, rtype, outcome], count)
+        yield checks
+        parts = GaugeMetricFamily(
+            "lsm_compliance_parts",
+            "Compliance report parts (one per agent name) waiting for an agent or running.",
+            labels=["environment", "status"],
+        )
+        for env_id, status, count in self.found.compliance_parts:
+            parts.add_metric([self.env(env_id), status], count)
+        yield parts
 
     def _webhooks(self, counts: WebhookCounts) -> Iterator[Metric]:
         failed = GaugeMetricFamily(

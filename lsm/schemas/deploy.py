@@ -115,11 +115,46 @@ class ResourceActionOut(BaseModel):
     dry_run: bool = False
 
 
-class DeployRequest(BaseModel):
+#: the name a selection gives the shared set (the resources no instance owns); set names are
+#: root instance ids (UUIDs), so it never names a tree's set
+SHARED_SET = "shared"
+
+
+class ResourceSelection(BaseModel):
+    """Which resources of the newest version a deploy, dry run or compliance report covers.
+
+    Each field narrows the selection (a resource must match every field given); within a field
+    the values are alternatives. Nothing given: the whole environment. ``sets`` are resource set
+    names (the root instance id of a tree, or ``shared``); ``instances`` are instance ids, and
+    select the resources those instances' implementations produced.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    agents: list[str] | None = Field(None, description="Only these agents' resources (default: every agent).")
+    types: list[str] | None = Field(None, description="Only resources of these types (e.g. std::File).")
+    sets: list[str] | None = Field(
+        None, description="Only resources of these resource sets (a tree's root instance id, or 'shared')."
+    )
+    instances: list[str] | None = Field(
+        None, description="Only the resources these instances (ids) produced in the desired state."
+    )
+
+    def selection(self) -> ResourceSelection:
+        """Just the selection (a request's other fields left out)."""
+        return ResourceSelection(
+            agents=self.agents, types=self.types, sets=self.sets, instances=self.instances
+        )
+
+    @property
+    def everything(self) -> bool:
+        return self.agents is None and self.types is None and self.sets is None and self.instances is None
+
+
+class DeployRequest(ResourceSelection):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     dry_run: bool = Field(False, description="Only read: report the changes a deploy would make.")
-    agents: list[str] | None = Field(None, description="Only these agents' resources (default: every agent).")
     repair: bool = Field(
         False, description="Re-read every resource and fix drift, not only failed and skipped ones."
     )

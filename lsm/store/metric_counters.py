@@ -186,6 +186,9 @@ def count_actions(conn: Connection, env_id: str, actions: Iterable[Mapping[str, 
         )
 
 
+#: the counters' one upsert, for counters kept beside their own aggregate (compliance reports)
+upsert_counts = _upsert
+
 __all__ = [
     "count_actions",
     "count_compile",
@@ -195,4 +198,5 @@ __all__ = [
     "lsm_metric_compile_stage",
     "lsm_metric_deploy_action",
     "lsm_metric_failed_export",
+    "upsert_counts",
 ]

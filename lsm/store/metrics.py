@@ -18,6 +18,8 @@ What a scrape costs as the inventory grows (it must stay cheap at 100k instances
   resources per status over ``ix_lsm_resource_state_status`` (index scans: linear in the
   inventory, but no table rows read on PostgreSQL once the visibility map is set; measured by
   ``python -m benchmarks metrics``);
+* compliance reports: a few counter rows, and the report parts with work left through the
+  partial index ``ix_lsm_compliance_part_open`` (never the finished reports or their rows);
 * desired-state heads, leases and environments: one small row each; halts and paused agents:
   a row per halt or pause.
 
@@ -33,6 +35,7 @@ from datetime import datetime
 from sqlalchemy import Connection, func, select, text
 
 from lsm.store.batches import utc
+from lsm.store.compliance import reports as compliance_reports
 from lsm.store.deploy.leases import AGENT_PREFIX, PROCESS_PREFIX
 from lsm.store.deploy.tables import lsm_resource_state
 from lsm.store.desired_state.tables import ds_head
@@ -85,6 +88,9 @@ class Snapshot:
     stages: list[tuple[str, str, str, int, float]] = field(default_factory=list)
     actions: list[tuple[str, str, str, str, int]] = field(default_factory=list)
     failed_exports: list[tuple[str, str, int]] = field(default_factory=list)
+    #: compliance: checked resources ``(env, agent, type, outcome, n)``, open parts ``(env, status, n)``
+    compliance_checks: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    compliance_parts: list[tuple[str, str, int]] = field(default_factory=list)
     webhooks: WebhookCounts = field(default_factory=lambda: WebhookCounts(failed=[], retrying=[]))
     #: halted environments and paused ``(env_id, agent)`` names (``lsm.store.environments.halts``)
     halted: set[str] = field(default_factory=set)
@@ -125,6 +131,7 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     found.actions = [(r[0], r[1], r[2], r[3], int(r[4])) for r in conn.execute(select(ma))]
     fe = lsm_metric_failed_export
     found.failed_exports = [(r[0], r[1], int(r[2])) for r in conn.execute(select(fe))]
+    found.compliance_checks, found.compliance_parts = compliance_reports.metric_rows(conn)
     found.webhooks = _webhooks(conn)
     found.halted, found.paused = halts.held(conn)
     return found

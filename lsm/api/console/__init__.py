@@ -17,6 +17,7 @@ from lsm.api.access import check_declared
 from lsm.api.console import (
     catalog,
     compiles_pages,
+    compliance_pages,
     desired_state_pages,
     discovered_pages,
     expert,
@@ -40,6 +41,7 @@ CONSOLE_ROUTERS: tuple[APIRouter, ...] = (
     compiles_pages.router,
     desired_state_pages.router,
     resources_pages.router,
+    compliance_pages.router,
     discovered_pages.router,
 )
 

@@ -33,13 +33,14 @@ from lsm.api.console.session import (
 from lsm.api.deps import get_facades
 from lsm.facade import RequestContext
 
-#: the navigation of every page: (label, path); the last four pages are lsm.api.console.operations
+#: the navigation of every page: (label, path); the last five pages are lsm.api.console.operations
 NAV = (
     ("Catalog", "/catalog"),
     ("Inventory", "/inventory"),
     ("Compiles", "/compiles"),
     ("Desired state", "/desired-state"),
     ("Resources", "/resources"),
+    ("Compliance", "/compliance"),
     ("Discovered", "/discovered"),
 )
 

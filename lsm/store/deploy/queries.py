@@ -18,14 +18,21 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlmodel import Session
 
-from lsm.schemas.deploy import DeploymentProgress, ResourceActionOut, ResourceOut, ResourceStatus
+from lsm.schemas.deploy import (
+    DeploymentProgress,
+    ResourceActionOut,
+    ResourceOut,
+    ResourceSelection,
+    ResourceStatus,
+)
 from lsm.schemas.limits import MAX_PAGE
 from lsm.store.batches import chunks, utc
 from lsm.store.compiles.requests import notify_work
+from lsm.store.deploy.scope import id_slices
 from lsm.store.deploy.tables import (
     lsm_deploy_head,
     lsm_resource_action,
@@ -272,9 +279,12 @@ def deployment_progress(session: Session, env_id: str, instance_id: str) -> Depl
 
 
 # -- the operator's write -----------------------------------------------------------------------------------
-def schedule_redeploy(session: Session, env_id: str, agents: list[str] | None, repair: bool) -> int:
-    """Set failed and skipped resources (with ``repair``: every resource) of ``agents`` (None: all)
-    back to ``pending`` with no try spent and no wait; how many rows changed.
+def schedule_redeploy(
+    session: Session, env_id: str, scope: ResourceSelection | list[str] | None, repair: bool
+) -> int:
+    """Set failed and skipped resources (with ``repair``: every resource) of ``scope`` back to
+    ``pending`` with no try spent and no wait; how many rows changed. ``scope`` is a selection
+    (``lsm.store.deploy.scope``), a list of agent names, or None for the whole environment.
 
     Rows being ``deploying`` are left alone: an agent runs them now, and its result must not be
     overwritten by a request that only asked for them to run. On PostgreSQL the agents of other
@@ -282,9 +292,14 @@ def schedule_redeploy(session: Session, env_id: str, agents: list[str] | None, r
     """
     t = lsm_resource_state
     chosen = t.c.status != ResourceStatus.DEPLOYING.value if repair else t.c.status.in_(RETRY_STATUSES)
-    if agents is not None:
-        chosen = chosen & t.c.agent.in_(list(agents))
-    return _back_to_pending(session, env_id, chosen)
+    if scope is None or isinstance(scope, list):
+        scope = ResourceSelection(agents=scope)
+    changed = 0
+    for where in id_slices(session.connection(), env_id, scope):
+        changed += _back_to_pending(session, env_id, and_(chosen, *where[1:]), notify=False)
+    if changed:
+        notify_work(session, env_id)
+    return changed
 
 
 def schedule_noop_pending(session: Session, env_id: str) -> int:
@@ -306,7 +321,7 @@ def committed_noop(conn: Connection, env_id: str) -> bool | None:
     return None if value is None else bool(value)
 
 
-def _back_to_pending(session: Session, env_id: str, chosen: Any) -> int:
+def _back_to_pending(session: Session, env_id: str, chosen: Any, *, notify: bool = True) -> int:
     t = lsm_resource_state
     statement = (
         update(t)
@@ -314,7 +329,7 @@ def _back_to_pending(session: Session, env_id: str, chosen: Any) -> int:
         .values(status=ResourceStatus.PENDING.value, attempts=0, next_attempt_at=None)
     )
     changed = session.connection().execute(statement).rowcount or 0
-    if changed:
+    if changed and notify:
         notify_work(session, env_id)
     return int(changed)
 

@@ -1,0 +1,1 @@
+"""Compliance reports: the report, its parts per agent name (claimed by agent processes), its rows."""
