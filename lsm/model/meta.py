@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+#: what leaving the desired state does to a resource on its target (``Meta.deletion``)
+DeletionPolicy = Literal["delete", "orphan"]
+DELETION_POLICIES: tuple[DeletionPolicy, ...] = ("delete", "orphan")
 
 
 class Meta(BaseModel):
@@ -32,6 +36,10 @@ class Meta(BaseModel):
     * ``limit`` / ``burst``: a token bucket (``limit`` actions per second, ``burst`` tokens) on
       how often the resource is acted on; ``inf`` = unlimited.
     * ``sema``: counting semaphores ``"id"`` (size 1) or ``"id:N"``, shared by the agent.
+    * ``deletion``: what happens on its target when the resource leaves the desired state:
+      ``delete`` (its handler deletes it, after the resources that required it) or ``orphan``
+      (it is forgotten and left as it is, as Inmanta does). A resource type may change the
+      default (``class X(Resource, ..., deletion="orphan")``); ``meta`` overrides it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,6 +53,7 @@ class Meta(BaseModel):
     limit: float = math.inf
     burst: int = Field(0, ge=0)
     sema: tuple[str, ...] = ()
+    deletion: DeletionPolicy = "delete"
 
 
 DEFAULT_META = Meta()

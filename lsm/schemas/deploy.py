@@ -61,6 +61,7 @@ class ActionKind(StrEnum):
     SKIP = "skip"  # not run: a required resource failed or was skipped
     ERROR = "error"  # the handler (or finding it) failed
     DISCOVER = "discover"
+    ORPHAN = "orphan"  # left the desired state and forgotten, left on its target (deletion policy)
 
 
 class ChangeOut(BaseModel):
