@@ -87,6 +87,11 @@ class ResourceOut(BaseModel):
     last_action_at: datetime | None = None
     next_attempt_at: datetime | None = None
     purged: bool = False
+    removal: bool = Field(
+        False,
+        description="It left the desired state: its deploy deletes it from its target (its last "
+        "desired attributes, purged).",
+    )
     requires: list[str] = []
     attributes: dict[str, Any] | None = None
 

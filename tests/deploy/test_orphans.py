@@ -135,6 +135,9 @@ def test_a_removal_survives_an_agent_restart_and_a_take_over(
     export(engine, {"s": [file("s/c.conf")]})
     Planner(engine.db).plan(engine.context(None).env_id)
     assert rows(engine)[file("s/a.conf").id] == ("pending", True)
+    shown = engine.facades.deploy.get_resource(RequestContext.local(), file("s/a.conf").id)
+    assert (shown.status, shown.removal, shown.purged) == ("pending", True, True)
+    assert shown.attributes is not None and shown.attributes["path"] == "s/a.conf"
 
     victim = agent_for(engine, state_dir, owner="victim", clock=clock, lease_ttl=LEASE)
     work = claim(victim)  # claims the removals, then "dies" (kill -9: nobody renews its leases)
