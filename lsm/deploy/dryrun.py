@@ -13,6 +13,10 @@ resource's ``error`` (action ``error``). Each item is also a line of the resourc
 with ``dry_run = true``; its ``status`` is what a deploy would leave: ``deployed`` when there
 is nothing to do, ``failed`` on an error, ``pending`` when a deploy has to act.
 
+Resources that left the desired state and are still to be removed (``lsm.store.deploy.removals``)
+are dry-run too, with their last desired attributes and ``purged`` set: the answer says which a
+deploy would delete.
+
 It runs in the calling thread (the API runs it in its threadpool, off the event loop); an
 ``async`` handler runs on the thread's own loop (``lsm.deploy.handler.call``).
 """
@@ -34,6 +38,7 @@ from lsm.desired_state import DesiredStateStore, ResourceRecord
 from lsm.schemas.deploy import ActionKind, ChangeOut, DeployResult, DryRunItem, ResourceStatus
 from lsm.store.database import Database
 from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy import removals
 
 #: where handlers keep their files when the server names no state directory
 DEFAULT_STATE_DIR = "lsm-state"
@@ -97,10 +102,15 @@ def dry_run(
     if version is None:
         return DeployResult(version=None, dry_run=True)
     wanted = None if agents is None else set(agents)
+    with db.read() as session:  # resources that left the desired state: a deploy deletes them
+        leaving = [
+            ResourceRecord(rid, json.loads(text), tuple(requires))
+            for rid, text, requires in removals.pending(session.connection(), env_id)
+        ]
     records = sorted(
         (
             record
-            for _set, record in store.resources(env_id, version)
+            for record in [*(r for _set, r in store.resources(env_id, version)), *leaving]
             if wanted is None or str(record.attributes.get("agent")) in wanted
         ),
         key=lambda r: r.id,

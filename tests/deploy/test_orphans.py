@@ -265,3 +265,23 @@ def test_a_resource_that_never_ran_has_nothing_to_remove(
     result = Planner(engine.db).plan(env_id)
     assert (result.removed, result.removals, result.orphaned) == (1, 0, 0)
     assert set(rows(engine)) == {file("s/a.conf").id}
+
+
+def test_a_dry_run_reports_the_removals_a_deploy_would_make(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine = engine_factory("tests.deploy.file_model", config={"state_dir": str(state_dir)})
+    agent = agent_for(engine, state_dir)
+    export(engine, {"s": [file("s/a.conf"), file("s/b.conf")]})
+    run(agent)
+    export(engine, {"s": [file("s/a.conf")]})
+    Planner(engine.db).plan(engine.context(None).env_id)
+
+    answer = engine.facades.deploy.deploy(RequestContext.local(), DeployRequest(dry_run=True))
+
+    assert {item.id: item.action for item in answer.resources} == {
+        file("s/a.conf").id: "none",
+        file("s/b.conf").id: "delete",
+    }
+    assert (state_dir / "s/b.conf").exists()  # only read
+    assert rows(engine)[file("s/b.conf").id] == ("pending", True)

@@ -212,6 +212,18 @@ def forget(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> None:
         conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part)))
 
 
+def pending(conn: Connection, env_id: str) -> list[tuple[str, str, list[str]]]:
+    """The removals not done yet: ``(resource_id, attributes text, requires)`` in id order (for
+    the dry run, which reads a whole version anyway; a scan of the environment's state rows)."""
+    s = _state
+    query = (
+        select(s.c.resource_id, s.c.removal, s.c.requires)
+        .where(s.c.env_id == env_id, s.c.removal.is_not(None))
+        .order_by(s.c.resource_id)
+    )
+    return [(r[0], r[1], list(r[2] or [])) for r in conn.execute(query)]
+
+
 def finish(conn: Connection, env_id: str, done: Sequence[tuple[str, str]]) -> list[str]:
     """Drop the removals that ran with success (``(resource_id, ran hash)`` pairs, rows locked by
     the result write): only a row that is still a removal of that hash. One that came back into
@@ -239,6 +251,7 @@ __all__ = [
     "finish",
     "forget",
     "last_records",
+    "pending",
     "policy_of",
     "removal_record",
     "removal_text",
