@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
@@ -18,6 +19,7 @@ from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.deploy import DeployRequest
 from lsm.store.deploy.tables import lsm_resource_require, lsm_resource_state
+from tests.console.ops_fixtures import Pages
 from tests.deploy import file_model
 from tests.deploy.agents import Clock, actions, agent_for, claim, export, file, run, status
 
@@ -285,3 +287,7 @@ def test_a_dry_run_reports_the_removals_a_deploy_would_make(
     }
     assert (state_dir / "s/b.conf").exists()  # only read
     assert rows(engine)[file("s/b.conf").id] == ("pending", True)
+    pages = Pages(engine)  # the console marks the removal
+    assert "(removal)" in pages.get("/resources").text
+    one = pages.get(f"/resources/{quote(file('s/b.conf').id, safe='/')}").text
+    assert "left the desired state: being removed from its target" in one
