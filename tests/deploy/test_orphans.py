@@ -291,3 +291,19 @@ def test_a_dry_run_reports_the_removals_a_deploy_would_make(
     assert "(removal)" in pages.get("/resources").text
     one = pages.get(f"/resources/{quote(file('s/b.conf').id, safe='/')}").text
     assert "left the desired state: being removed from its target" in one
+
+
+def test_scheduling_the_removal_of_one_shrunk_set_reads_that_set_only(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine = engine_with(engine_factory)
+    agent = agent_for(engine, state_dir)
+    export(engine, {f"s{i}": [file(f"s{i}/a.conf"), file(f"s{i}/b.conf")] for i in range(60)}, full=True)
+    run(agent)
+
+    export(engine, {"s7": [file("s7/a.conf")]})
+    result = Planner(engine.db).plan(engine.context(None).env_id)
+
+    assert (result.full, result.rows_written, result.removed, result.removals) == (False, 1, 1, 1)
+    assert result.rows_read == 1 + 2  # the set's current row and the two rows the version closed
+    assert result.sets == {"s7"}
