@@ -180,26 +180,8 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
         # 2. resources that left the desired state, found before anything is written, so that
         #    every row the plan writes or deletes is locked in one pass, in the global order
         #    (with their last desired attributes: what a removal deletes, and its deletion policy)
-        names = sorted(touched | {""})
-        last = {}
-        newest: dict[str, int] = {}
-        for part in chunks(names):
-            closed = select(
-                ds_resource.c.resource_id,
-                ds_resource.c.first_version,
-                ds_resource.c.attributes,
-                ds_resource.c.requires,
-            ).where(
-                ds_resource.c.set_name.in_(part),
-                ds_resource.c.env_id == env_id,
-                ds_resource.c.superseded_in > base,
-            )
-            found = list(conn.execute(closed))
-            result.rows_read += len(found)
-            for rid, first, attributes_text, requires_text in found:
-                if rid not in written and first > newest.get(rid, -1):
-                    newest[rid] = first
-                    last[rid] = (attributes_text, requires_text)
+        last, read = removals.closed_since(conn, env_id, sorted(touched | {""}), base, written)
+        result.rows_read += read
         gone = sorted(last)
         known = {r.resource_id for r in deploy_claims.lock_rows(conn, env_id, written | set(gone))}
     result.rows_written += _upsert(conn, env_id, latest, rows, known)

@@ -78,6 +78,35 @@ class Scheduled:
     dropped: list[str]
 
 
+def closed_since(
+    conn: Connection, env_id: str, set_names: Sequence[str], base: int, written: set[str]
+) -> tuple[dict[str, tuple[str, str]], int]:
+    """The resources of these sets closed by the versions after ``base`` that no current row
+    of ``written`` holds (they left the desired state), each with its newest closed
+    ``(attributes, requires)`` text; and how many rows were read. Through ``ix_ds_resource_set``:
+    it costs the sets, never the environment."""
+    last: dict[str, tuple[str, str]] = {}
+    newest: dict[str, int] = {}
+    read = 0
+    for part in chunks(list(set_names)):
+        closed = select(
+            ds_resource.c.resource_id,
+            ds_resource.c.first_version,
+            ds_resource.c.attributes,
+            ds_resource.c.requires,
+        ).where(
+            ds_resource.c.set_name.in_(part),
+            ds_resource.c.env_id == env_id,
+            ds_resource.c.superseded_in > base,
+        )
+        for rid, first, attributes_text, requires_text in conn.execute(closed):
+            read += 1
+            if rid not in written and first > newest.get(rid, -1):
+                newest[rid] = first
+                last[rid] = (attributes_text, requires_text)
+    return last, read
+
+
 def last_records(conn: Connection, env_id: str, resource_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
     """The newest closed ``ds_resource`` row of each id (``(attributes, requires)`` text); for a
     plan that could not read only the versions since its last one (a first plan, retention)."""
@@ -248,6 +277,7 @@ def finish(conn: Connection, env_id: str, done: Sequence[tuple[str, str]]) -> li
 __all__ = [
     "ORPHAN",
     "Scheduled",
+    "closed_since",
     "finish",
     "forget",
     "last_records",
