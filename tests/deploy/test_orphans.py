@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 
 from lsm.deploy.planner import Planner
-from lsm.desired_state.records import ResourceRecord
+from lsm.desired_state.records import ExportRequest, ResourceRecord
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.deploy import DeployRequest
@@ -307,3 +307,42 @@ def test_scheduling_the_removal_of_one_shrunk_set_reads_that_set_only(
     assert (result.full, result.rows_written, result.removed, result.removals) == (False, 1, 1, 1)
     assert result.rows_read == 1 + 2  # the set's current row and the two rows the version closed
     assert result.sets == {"s7"}
+
+
+def test_a_shared_resource_a_full_compile_no_longer_produces_is_removed(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine = engine_with(engine_factory)
+    agent = agent_for(engine, state_dir)
+    env_id = engine.context(None).env_id
+    common = file("shared.conf")
+    engine.store.export(env_id, ExportRequest(kind="full", sets={"s": [file("s/a.conf")]}, shared=[common]))
+    run(agent)
+    assert (state_dir / "shared.conf").exists()
+
+    engine.store.export(env_id, ExportRequest(kind="full", sets={"s": [file("s/a.conf")]}, shared=[]))
+    run(agent)
+
+    assert not (state_dir / "shared.conf").exists()
+    assert [x["action"] for x in actions(engine, common.id)] == ["create", "delete"]
+
+
+def test_a_noop_removal_is_reported_not_applied(
+    engine_factory: Callable[..., ApiRuntime], state_dir: Path
+) -> None:
+    engine = engine_with(engine_factory)
+    agent = agent_for(engine, state_dir)
+    quiet = file("s/quiet.conf")
+    export(engine, {"s": [file("s/a.conf"), quiet]})
+    run(agent)
+    noop = ResourceRecord(quiet.id, {**quiet.attributes, "meta": {"noop": True}})
+    export(engine, {"s": [file("s/a.conf"), noop]})  # deployed already: noop finds nothing
+    run(agent)
+
+    export(engine, {"s": [file("s/a.conf")]})
+    run(agent)
+
+    assert (state_dir / "s/quiet.conf").exists()
+    assert rows(engine)[quiet.id] == ("noop_pending", True)
+    line = actions(engine, quiet.id)[-1]
+    assert (line["action"], line["changes"]) == ("noop", {"purged": {"current": False, "desired": True}})
