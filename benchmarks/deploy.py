@@ -12,7 +12,14 @@ Two measurements, each on a fresh database (SQLite file, or a schema on ``--data
   ``--repeat`` partial versions that each change one set; timed is the engine's work before the
   handler runs: ``claim`` below (plan the new version, find the open names, claim the
   changed resource). Median and p95 in milliseconds, after a warm-up of 2 changes per agent
-  name (until the agent holds its names, as a running agent does).
+  name (until the agent holds its names, as a running agent does);
+* **schedule one removal**: the same on a base of N sets of two resources each
+  (``--shrink-bases``), where each partial version shrinks one set to one resource: timed is
+  the engine's work until the removal of the resource that left is claimed (plan, find the
+  name, claim), before its handler runs.
+
+``--resources 0`` and ``--bases ''`` leave the first deploy and the 1-set changes out (to measure
+only the removals).
 
 The agent runs in this thread (``claim`` then ``run``), as the service loop's runner would: its
 work sources in order (recovery passes, plans, claims), each job run until a batch is claimed.
@@ -65,6 +72,11 @@ def add_deploy_parser(commands: Any) -> None:
     deploy.add_argument("--batch", type=int, default=200, help="resources claimed per batch")
     deploy.add_argument("--threads", type=int, default=8, help="handler threads of the agent")
     deploy.add_argument("--bases", default="1000,100000", help="set counts of the scheduling bases")
+    deploy.add_argument(
+        "--shrink-bases",
+        default="1000,100000",
+        help="set counts of the removal bases (two resources per set)",
+    )
     deploy.add_argument("--repeat", type=int, default=30, help="1-set changes measured per base")
     deploy.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
     deploy.add_argument("--workdir", type=Path, default=None, help="where SQLite files go")
@@ -168,15 +180,23 @@ def first_deploy(
             engine.stop()
 
 
-def schedule_one_set(args: argparse.Namespace, base: int, workdir: Path) -> dict[str, Any]:
+def schedule_one_set(
+    args: argparse.Namespace, base: int, workdir: Path, *, shrink: bool = False
+) -> dict[str, Any]:
+    """The 1-set change measurement; ``shrink``: sets of two resources, each change drops one
+    (the removal of the resource that left is what is claimed)."""
     rng = random.Random(0)
-    with fresh_database(args.database_url, args.workdir, f"sched{base}") as db:
+    per_set = 2 if shrink else 1
+
+    def members(n: int, value: int = 0) -> list[ResourceRecord]:
+        return [_record(n * per_set + i, args.agents, value) for i in range(per_set)]
+
+    with fresh_database(args.database_url, args.workdir, f"sched{base}{'s' if shrink else ''}") as db:
         engine = _engine(db)
         try:
             env_id = engine.context(None).env_id
             engine.store.export(
-                env_id,
-                ExportRequest(kind="full", sets={f"set-{n}": [_record(n, args.agents)] for n in range(base)}),
+                env_id, ExportRequest(kind="full", sets={f"set-{n}": members(n) for n in range(base)})
             )
             agent = _agent(engine, args, workdir)
             agent.planner.plan(env_id)
@@ -196,20 +216,26 @@ def schedule_one_set(args: argparse.Namespace, base: int, workdir: Path) -> dict
                     )
             times: list[float] = []
             warmup = 2 * args.agents  # until the agent holds its names (a steady state)
+            unshrunk = list(range(base))
+            rng.shuffle(unshrunk)
             for step in range(1, warmup + args.repeat + 1):
-                n = rng.randrange(base)
-                engine.store.export(
-                    env_id, ExportRequest(kind="partial", sets={f"set-{n}": [_record(n, args.agents, step)]})
-                )
+                n = unshrunk.pop() if shrink else rng.randrange(base)
+                changed = members(n)[:1] if shrink else members(n, step)
+                engine.store.export(env_id, ExportRequest(kind="partial", sets={f"set-{n}": changed}))
                 started = time.perf_counter()
                 work = claim(agent)
                 if step > warmup:
                     times.append((time.perf_counter() - started) * 1000)
                 if work is None or len(work.claimed) != 1:
                     raise RuntimeError(f"expected one claimed resource, got {work and len(work.claimed)}")
+                if shrink and work.claimed[0].removal is None:
+                    raise RuntimeError(
+                        f"expected the removal of a resource of set-{n}, got {work.claimed[0]}"
+                    )
                 work.run()
             agent.stop()
             return {
+                "kind": "removal" if shrink else "change",
                 "base_sets": base,
                 "repeat": args.repeat,
                 "median_ms": round(percentile(times, 50), 2),
@@ -226,25 +252,29 @@ def run_deploy_command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
     workdir = Path(args.workdir or "/tmp") / f"lsm-bench-deploy-state-{started_at:%Y%m%d%H%M%S}"
-    first = first_deploy(args, workdir)
+    first = first_deploy(args, workdir) if args.resources > 0 else None
     files = first_deploy(args, workdir, "std::File", args.files) if args.files > 0 else None
     bases = [int(b) for b in args.bases.split(",") if b.strip()]
     scheduling = [schedule_one_set(args, base, workdir) for base in bases]
+    shrink_bases = [int(b) for b in args.shrink_bases.split(",") if b.strip()]
+    scheduling += [schedule_one_set(args, base, workdir, shrink=True) for base in shrink_bases]
     table = Table(title=f"deploy on {backend}")
     table.add_column("measurement")
     table.add_column("result", justify="right")
-    table.add_row(
-        f"first deploy of {first['resources']:,} resources over {first['agents']} agents",
-        f"{first['resources_per_s']:,.0f} resources/s ({first['seconds']} s, {first['batches']} batches)",
-    )
+    if first is not None:
+        table.add_row(
+            f"first deploy of {first['resources']:,} resources over {first['agents']} agents",
+            f"{first['resources_per_s']:,.0f} resources/s ({first['seconds']} s, {first['batches']} batches)",
+        )
     if files is not None:
         table.add_row(
             f"first deploy of {files['resources']:,} std::File resources over {files['agents']} agents",
             f"{files['resources_per_s']:,.0f} resources/s ({files['seconds']} s, {files['batches']} batches)",
         )
     for row in scheduling:
+        what = "the removal of one shrunk set" if row["kind"] == "removal" else "a 1-set change"
         table.add_row(
-            f"schedule a 1-set change on a {row['base_sets']:,}-set base (claim, before the handler)",
+            f"schedule {what} on a {row['base_sets']:,}-set base (claim, before the handler)",
             f"median {row['median_ms']} ms, p95 {row['p95_ms']} ms",
         )
     out.print(table)

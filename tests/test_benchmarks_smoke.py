@@ -252,6 +252,8 @@ def test_the_deploy_scenario_deploys_everything_and_schedules_one_set(backend: s
         "3",
         "--bases",
         "30",
+        "--shrink-bases",
+        "40",
         "--repeat",
         "2",
         "--files",
@@ -265,7 +267,7 @@ def test_the_deploy_scenario_deploys_everything_and_schedules_one_set(backend: s
     assert doc["first_deploy"]["resources"] == 60 and doc["first_deploy"]["resources_per_s"] > 0
     assert doc["first_deploy"]["type"] == "std::Null"
     assert doc["first_deploy_files"]["type"] == "std::File" and doc["first_deploy_files"]["resources"] == 12
-    assert [row["base_sets"] for row in doc["scheduling"]] == [30]
+    assert [(row["kind"], row["base_sets"]) for row in doc["scheduling"]] == [("change", 30), ("removal", 40)]
 
 
 def test_the_deploy_model_uses_the_bundled_null_handler() -> None:

@@ -109,7 +109,7 @@ class Claiming:
             claimed, skipped = deploy_claiming.claim(conn, env_id, agents, self.owner, now, self.batch)
             if not claimed and not skipped:
                 return None
-            records = deploy_claiming.desired_records(conn, env_id, [c.resource_id for c in claimed])
+            records = deploy_claiming.desired_records(conn, env_id, claimed)
             skipped_sets = affected_sets(conn, env_id, skipped) if skipped else set()
             noop = deploy_queries.committed_noop(conn, env_id)  # not the cached settings' value
         work = DeployWork(

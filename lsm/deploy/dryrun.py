@@ -13,6 +13,10 @@ resource's ``error`` (action ``error``). Each item is also a line of the resourc
 with ``dry_run = true``; its ``status`` is what a deploy would leave: ``deployed`` when there
 is nothing to do, ``failed`` on an error, ``pending`` when a deploy has to act.
 
+Resources that left the desired state and are still to be removed (``lsm.store.deploy.removals``)
+are dry-run too, with their last desired attributes and ``purged`` set: the answer says which a
+deploy would delete.
+
 It runs in the calling thread (the API runs it in its threadpool, off the event loop); an
 ``async`` handler runs on the thread's own loop (``lsm.deploy.handler.call``).
 """
@@ -41,6 +45,7 @@ from lsm.schemas.deploy import (
 )
 from lsm.store.database import Database
 from lsm.store.deploy import queries as deploy_queries
+from lsm.store.deploy import removals
 from lsm.store.deploy.scope import set_name_of
 from lsm.store.deploy.tables import resource_type_of
 
@@ -112,10 +117,15 @@ def dry_run(
     types = None if selection is None or selection.types is None else set(selection.types)
     sets = None if selection is None or selection.sets is None else {set_name_of(s) for s in selection.sets}
     ids = None if instance_resources is None else set(instance_resources)
+    with db.read() as session:  # resources that left the desired state: a deploy deletes them
+        leaving: list[tuple[str | None, ResourceRecord]] = [
+            (None, ResourceRecord(rid, json.loads(text), tuple(requires)))
+            for rid, text, requires in removals.pending(session.connection(), env_id)
+        ]
     records = sorted(
         (
             record
-            for set_name, record in store.resources(env_id, version)
+            for set_name, record in [*store.resources(env_id, version), *leaving]
             if (wanted is None or str(record.attributes.get("agent")) in wanted)
             and (types is None or resource_type_of(record.id) in types)
             and (sets is None or (set_name or "") in sets)

@@ -16,6 +16,10 @@ whatever it does, because they are applied here around ``handler.deploy`` and no
 * ``poll``: a deployed resource is re-checked ``poll`` seconds later (for a discovery resource:
   this is how periodic discovery is configured).
 
+A resource that left the desired state runs the same way, with its last desired attributes and
+``purged`` set (``Claimed.removal``): its handler reads it and deletes it if present, under its
+own metaparameters; a success drops its row (``lsm.store.deploy.removals``).
+
 A discovery handler's findings (``ctx.discovered``) are validated here with
 ``check_discovery_output`` (pure, before any transaction): bad output fails the run like an
 exception does. Valid findings travel on the ``Result`` and the agent stores them with
@@ -108,8 +112,13 @@ class Executor:
         meta, ran_hash, attributes, requires, bucket, started = ready
         noop = settings.noop or meta.noop
         ctx = HandlerContext(item.resource_id, state_dir=settings.state_dir, dry_run=noop, jail=settings.jail)
+        if item.removal is not None:
+            ctx.info(
+                f"left the desired state in version {item.version}: removed from its target "
+                "(deletion policy 'delete')"
+            )
         try:
-            with self.semaphores.hold(meta.sema):
+            with self.semaphores.hold(meta.sema, follow=item.removal is not None):
                 run_handler(registry, ctx, item.resource_id, attributes, requires, dry_run=noop)
             discovered = self._discovered(ctx)
         except Exception as exc:
@@ -160,7 +169,7 @@ class Executor:
         """What runs before a handler: the resource's record and metaparameters, and a token of
         its ``limit``. A ``Result`` when it does not run now (gone, bad ``meta``, no token);
         otherwise ``(meta, ran hash, attributes, requires, bucket, started)``."""
-        if record is None:  # gone from the desired state since it was planned: the next plan drops it
+        if record is None:  # gone from the desired state since it was planned: the next plan removes it
             return self._result(
                 item, ResourceStatus.PENDING, ran_hash=item.desired_hash, now=now, action=None
             )
@@ -317,6 +326,7 @@ class Executor:
             action=action,
             set_name=item.set_name,
             discovered=discovered,
+            removal=item.removal is not None,
         )
 
     def timed_out(

@@ -13,7 +13,8 @@ metaparameters kept:
 * ``sema``: the group holds the de-duplicated union of its members' semaphores;
 * ``retry`` and the result: each member's outcome is its own (``Executor.outcome``), so a
   failed member counts one try against its own ``retry``, the others are deployed;
-* ``meta.autogroup = False``, a bad ``meta``, a handler that does not group: deployed alone.
+* ``meta.autogroup = False``, a bad ``meta``, a handler that does not group, a resource that
+  left the desired state (a removal): deployed alone.
 
 Must not: write anything; the batch writes every result in its one transaction.
 """
@@ -64,8 +65,8 @@ def plan_groups(
 def _key(
     registry: HandlerRegistry, item: Claimed, record: tuple[str, str] | None, settings: RunSettings
 ) -> object | None:
-    if record is None:
-        return None
+    if record is None or item.removal is not None:
+        return None  # a removal runs alone: its semaphores follow the newer version's sizes
     attributes: dict[str, Any] = json.loads(record[0])
     try:
         meta = meta_of(attributes)

@@ -196,6 +196,8 @@ class _Sema:
     size: int
     held: int = 0
     users: int = 0  # holders registered on it: holding it or still on their way to it
+    #: made by a follower (``hold(follow=True)``): the next holder that names a size sets it
+    soft: bool = False
 
 
 class Semaphores:
@@ -213,19 +215,22 @@ class Semaphores:
         self._named: dict[str, _Sema] = {}
         self._global = _Sema(global_size) if global_size is not None else None
 
-    def hold(self, specs: Sequence[str]) -> AbstractContextManager[None]:
+    def hold(self, specs: Sequence[str], *, follow: bool = False) -> AbstractContextManager[None]:
         """Hold every semaphore of ``specs`` (``"id"``: size 1, ``"id:N"``: size N) and the
         global one, acquired in one total order (global, then ids sorted), all released on exit
         (also on error). The same spec twice counts once; one id with two sizes, or a size other
-        than the one in use, is a ``MetaError`` naming the semaphore, raised before waiting."""
+        than the one in use, is a ``MetaError`` naming the semaphore, raised before waiting.
+
+        ``follow``: a semaphore in use is taken at the size it is in use with. For a removal,
+        whose specs are an older version's: the newer version's size wins, not a clash."""
         wanted = sema_sizes([specs])
-        return self._holding(sorted(wanted.items()))
+        return self._holding(sorted(wanted.items()), follow)
 
     @contextmanager
-    def _holding(self, wanted: list[tuple[str, int]]) -> Iterator[None]:
+    def _holding(self, wanted: list[tuple[str, int]], follow: bool = False) -> Iterator[None]:
         acquired: list[_Sema] = []
         with self._cond:
-            order = self._register(wanted)
+            order = self._register(wanted, follow)
             try:
                 for sema in order:
                     while sema.held >= sema.size:
@@ -241,16 +246,23 @@ class Semaphores:
             with self._cond:
                 self._release(acquired, wanted)
 
-    def _register(self, wanted: list[tuple[str, int]]) -> list[_Sema]:
-        """The semaphores to acquire, in order; checks every size before touching any state."""
+    def _register(self, wanted: list[tuple[str, int]], follow: bool = False) -> list[_Sema]:
+        """The semaphores to acquire, in order; checks every size before touching any state.
+        A follower takes a semaphore in use as it is; a semaphore a follower made takes the
+        size of the next holder that names one."""
         for name, size in wanted:
             known = self._named.get(name)
-            if known is not None and known.size != size:
+            if not follow and known is not None and not known.soft and known.size != size:
                 raise MetaError(
                     "sema",
                     f"semaphore {name!r} is in use with size {known.size}; asked with size {size}",
                 )
-        order = [self._named.setdefault(name, _Sema(size)) for name, size in wanted]
+        order = []
+        for name, size in wanted:
+            sema = self._named.setdefault(name, _Sema(size, soft=follow))
+            if not follow and sema.soft:
+                sema.size, sema.soft = size, False
+            order.append(sema)
         # Registered users keep a semaphore from being forgotten (and recreated, doubling its
         # capacity) while this holder still waits for an earlier one in the order.
         for sema in order:

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+
+#: what leaving the desired state does to a resource on its target (``Meta.deletion``)
+DeletionPolicy = Literal["delete", "orphan"]
+DELETION_POLICIES: tuple[DeletionPolicy, ...] = ("delete", "orphan")
 
 
 class Meta(BaseModel):
@@ -39,6 +43,10 @@ class Meta(BaseModel):
 
     The two switches are strict booleans: a string such as ``"no"`` is refused, never read as
     true, because a switch that silently means the opposite is worse than an error.
+    * ``deletion``: what happens on its target when the resource leaves the desired state:
+      ``delete`` (its handler deletes it, after the resources that required it) or ``orphan``
+      (it is forgotten and left as it is, as Inmanta does). A resource type may change the
+      default (``class X(Resource, ..., deletion="orphan")``); ``meta`` overrides it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -54,6 +62,7 @@ class Meta(BaseModel):
     sema: tuple[str, ...] = ()
     autoedge: StrictBool = True
     autogroup: StrictBool = True
+    deletion: DeletionPolicy = "delete"
 
 
 DEFAULT_META = Meta()

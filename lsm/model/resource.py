@@ -29,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.model.meta import Meta, stored_meta
+from lsm.model.meta import DELETION_POLICIES, DeletionPolicy, Meta, stored_meta
 
 #: where a resource caches its id in its ``__dict__`` (never a field, never serialized)
 _ID_KEY = "_lsm_id"
@@ -71,6 +71,9 @@ class Resource(BaseModel):
     #: ``"<type>["`` and ``",<id_attribute>="``: the constant parts of every id of the class
     _id_prefix: ClassVar[str] = ""
     _id_infix: ClassVar[str] = ""
+    #: what leaving the desired state does to resources of this type on their target, unless
+    #: their ``meta`` says otherwise (``Meta.deletion``); ``class X(Resource, deletion="orphan")``
+    deletion_policy: ClassVar[DeletionPolicy] = "delete"
 
     agent: str
     purged: bool = False
@@ -83,9 +86,16 @@ class Resource(BaseModel):
         *,
         type: str | None = None,  # noqa: A002 - the name model authors expect: type="net::Host"
         id_attribute: str | None = None,
+        deletion: DeletionPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
+        if deletion is not None:
+            if deletion not in DELETION_POLICIES:
+                raise TypeError(
+                    f"resource {cls.__name__}: deletion={deletion!r} is not one of {DELETION_POLICIES}"
+                )
+            cls.deletion_policy = deletion
         if type is not None:
             cls.resource_type = type
         if id_attribute is not None:
@@ -173,13 +183,18 @@ class Resource(BaseModel):
 
         ``meta`` appears only when it differs from the defaults (``stored_meta``), so that
         resources without metaparameters keep the attributes and set hashes they always had.
+        A type whose ``deletion_policy`` is not the default stores it in ``meta.deletion`` unless
+        the resource's own ``meta`` set one: the stored record says what the engine must do
+        when the resource leaves the desired state, without the model at hand.
         """
         data = self.model_dump(mode="json", exclude={"meta"})
         meta = self.meta
-        if meta is not None:
-            stored = stored_meta(meta)
-            if stored:
-                data["meta"] = stored
+        stored = stored_meta(meta)
+        policy = type(self).deletion_policy
+        if policy != "delete" and (meta is None or "deletion" not in meta.model_fields_set):
+            stored = {**(stored or {}), "deletion": policy}
+        if stored:
+            data["meta"] = stored
         return data
 
     def to_data(self) -> ResourceData:

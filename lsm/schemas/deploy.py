@@ -61,6 +61,7 @@ class ActionKind(StrEnum):
     SKIP = "skip"  # not run: a required resource failed or was skipped
     ERROR = "error"  # the handler (or finding it) failed
     DISCOVER = "discover"
+    ORPHAN = "orphan"  # left the desired state and forgotten, left on its target (deletion policy)
 
 
 class ChangeOut(BaseModel):
@@ -86,6 +87,11 @@ class ResourceOut(BaseModel):
     last_action_at: datetime | None = None
     next_attempt_at: datetime | None = None
     purged: bool = False
+    removal: bool = Field(
+        False,
+        description="It left the desired state: its deploy deletes it from its target (its last "
+        "desired attributes, purged).",
+    )
     requires: list[str] = []
     attributes: dict[str, Any] | None = None
     #: the ones of ``requires`` that the engine added (``autoedge``; given with ``attributes``)

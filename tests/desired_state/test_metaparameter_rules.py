@@ -21,6 +21,8 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"limit": 0.0, "burst": 1}, "meta.limit"),  # not a rate
     ({"retry": "often"}, "meta.retry"),  # a wrong type
     ({"frequency": 1}, "meta.frequency"),  # no such metaparameter
+    ({"deletion": True}, "meta.deletion"),  # a deletion policy of the wrong type
+    ({"deletion": "forget"}, "meta.deletion"),  # no such deletion policy
 ]
 
 
@@ -29,7 +31,7 @@ def store(db: Database) -> DesiredStateStore:
     return DesiredStateStore(db)
 
 
-@pytest.mark.parametrize(("meta", "field"), BAD, ids=[f for _, f in BAD])
+@pytest.mark.parametrize(("meta", "field"), BAD, ids=[f"{f}:{sorted(m.items())}" for m, f in BAD])
 @pytest.mark.parametrize("kind", ["full", "partial", "shared"])
 def test_an_export_with_a_bad_metaparameter_is_refused_naming_the_resource_and_writes_nothing(
     db: Database, store: DesiredStateStore, meta: dict[str, Any], field: str, kind: str

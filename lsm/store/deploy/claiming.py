@@ -41,6 +41,7 @@ from sqlalchemy import (
 from lsm.schemas.deploy import BLOCKING_STATUSES, OPEN_STATUSES, ActionKind, ResourceStatus
 from lsm.store import metric_counters
 from lsm.store.batches import chunks, utc
+from lsm.store.deploy import removals
 from lsm.store.deploy.tables import (
     OPEN_STATUSES_SQL,
     lsm_resource_action,
@@ -75,6 +76,9 @@ class Claimed:
     bucket_at: datetime | None
     #: it was ``deployed`` and its poll (or repair) was due: a re-check, not a change
     recheck: bool
+    #: it left the desired state: the ``(attributes, requires)`` its removal runs with
+    #: (``lsm.store.deploy.removals``); ``None``: a resource of the desired state
+    removal: tuple[str, str] | None = None
 
 
 def _claim_statements() -> tuple[Any, Any]:
@@ -121,6 +125,8 @@ def _claim_statements() -> tuple[Any, Any]:
         s.c.bucket_tokens,
         s.c.bucket_at,
         s.c.status,
+        s.c.removal,
+        s.c.requires,
     )
     env = bindparam("env_id", type_=String())
     agents = bindparam("agents", expanding=True, type_=String())
@@ -192,6 +198,9 @@ def claim(
                 bucket_tokens=row.bucket_tokens,
                 bucket_at=utc(row.bucket_at),
                 recheck=row.status == ResourceStatus.DEPLOYED,
+                removal=(
+                    removals.removal_record(row.removal, row.requires) if row.removal is not None else None
+                ),
             )
         )
     if claimed:
@@ -245,10 +254,12 @@ def claim(
     return claimed, skipped
 
 
-def desired_records(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """The current stored ``(attributes, requires)`` text of these resources."""
-    out: dict[str, tuple[str, str]] = {}
-    for part in chunks(list(resource_ids)):
+def desired_records(conn: Connection, env_id: str, claimed: Sequence[Claimed]) -> dict[str, tuple[str, str]]:
+    """The ``(attributes, requires)`` text each claimed resource runs with: the current stored
+    record, or for a removal the last desired one with ``purged`` set (kept on its state row)."""
+    out: dict[str, tuple[str, str]] = {c.resource_id: c.removal for c in claimed if c.removal is not None}
+    resource_ids = [c.resource_id for c in claimed if c.removal is None]
+    for part in chunks(resource_ids):
         query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
             ds_resource.c.resource_id.in_(part),
             ds_resource.c.env_id == env_id,

@@ -43,6 +43,7 @@ from lsm.schemas.deploy import ResourceStatus
 from lsm.store.batches import chunks
 from lsm.store.database import JsonType
 from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import removals
 from lsm.store.deploy.tables import (
     lsm_deploy_head,
     lsm_resource_require,
@@ -50,7 +51,7 @@ from lsm.store.deploy.tables import (
     resource_type_of,
 )
 from lsm.store.desired_state.tables import READ_GUARD_SQL, ds_head, ds_resource, ds_version
-from lsm.store.tables import InstanceResourcesRow
+from lsm.store.tables import InstanceResourcesRow, utcnow
 
 T = TypeVar("T")
 #: statuses that a plan of an unchanged hash tries again (``pending``, tries reset)
@@ -81,7 +82,10 @@ class PlanResult:
     sets: set[str] = field(default_factory=set)
     rows_read: int = 0
     rows_written: int = 0
+    #: resources that left the desired state: of them, removals scheduled and resources orphaned
     removed: int = 0
+    removals: int = 0
+    orphaned: int = 0
     full: bool = False
 
     @property
@@ -171,31 +175,31 @@ def plan(conn: Connection, env_id: str) -> PlanResult:
             existing = existing.with_for_update(of=_state)
         known = set(conn.scalars(existing))
         gone = sorted(known - written)
+        last: dict[str, tuple[str, str]] = {}
     else:
         # 2. resources that left the desired state, found before anything is written, so that
         #    every row the plan writes or deletes is locked in one pass, in the global order
-        names = sorted(touched | {""})
-        gone_set: set[str] = set()
-        for part in chunks(names):
-            closed = select(ds_resource.c.resource_id).where(
-                ds_resource.c.set_name.in_(part),
-                ds_resource.c.env_id == env_id,
-                ds_resource.c.superseded_in > base,
-            )
-            found = [r[0] for r in conn.execute(closed)]
-            result.rows_read += len(found)
-            gone_set.update(rid for rid in found if rid not in written)
-        gone = sorted(gone_set)
-        known = {r.resource_id for r in deploy_claims.lock_rows(conn, env_id, written | gone_set)}
+        #    (with their last desired attributes: what a removal deletes, and its deletion policy)
+        last, read = removals.closed_since(conn, env_id, sorted(touched | {""}), base, written)
+        result.rows_read += read
+        gone = sorted(last)
+        known = {r.resource_id for r in deploy_claims.lock_rows(conn, env_id, written | set(gone))}
     result.rows_written += _upsert(conn, env_id, latest, rows, known)
+    gone = [rid for rid in gone if rid in known]  # a resource with no state row has nothing to undo
+    if full and gone:
+        last = removals.last_records(conn, env_id, gone)
     for part in chunks(gone):
         removed_sets = conn.execute(
             select(_state.c.set_name).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part))
         )
         touched.update(r[0] for r in removed_sets)
-        conn.execute(delete(_state).where(_state.c.env_id == env_id, _state.c.resource_id.in_(part)))
-        conn.execute(delete(_req).where(_req.c.env_id == env_id, _req.c.resource_id.in_(part)))
+    # every resource that left is removed from its target, orphaned or dropped (``removals``)
+    scheduled = removals.schedule(
+        conn, env_id, latest, {rid: last.get(rid) for rid in gone}, utcnow(), desired_hash
+    )
     result.removed = len(gone)
+    result.removals = len(scheduled.removals)
+    result.orphaned = len(scheduled.orphaned)
     # 3. the trees whose instances were compiled since (an unchanged set writes no resource row,
     #    but its instances' desired-state versions moved: the feedback must look at them)
     records = select(_records.c.set_name).where(
@@ -314,6 +318,7 @@ def _update_state() -> Any:
             requires=bindparam("requires", type_=JsonType),
             version=bindparam("version", type_=Integer()),
             desired_hash=new_hash,
+            removal=None,  # back in the desired state: a pending removal is cancelled
             status=status,
             attempts=case((reset, 0), else_=s.attempts),
             next_attempt_at=case((reset, None), else_=s.next_attempt_at),

@@ -71,6 +71,7 @@ def _resource_out(row: RowMapping, attributes: dict[str, Any] | None = None) -> 
         last_action_at=utc(row["last_action_at"]),
         next_attempt_at=utc(row["next_attempt_at"]),
         purged=row["purged"],
+        removal=row["removal"] is not None,
         requires=list(row["requires"] or []),
         attributes=attributes,
         auto_requires=_auto_requires(attributes),
@@ -148,6 +149,8 @@ def get_resource(session: Session, env_id: str, resource_id: str) -> ResourceOut
     desired = desired_resource(session, env_id, resource_id)
     attributes = None if desired is None else desired[1]
     if row is not None:
+        if attributes is None and row["removal"] is not None:  # left: the attributes it is removed with
+            attributes = json.loads(row["removal"])
         return _resource_out(row, attributes)
     if desired is None:
         return None

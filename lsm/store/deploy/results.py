@@ -5,7 +5,8 @@ bulk insert, so the store costs a few statements per batch, not per resource.
 
 Results are *fenced*: written only to rows still ``deploying`` and ``claimed_by`` the owner that
 ran them, so a taken-over agent's late results are dropped; a row whose desired hash changed
-while it ran becomes ``pending`` for the new hash instead of ``deployed``.
+while it ran becomes ``pending`` for the new hash instead of ``deployed``. A removal that
+succeeded drops its row (``lsm.store.deploy.removals.finish``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from lsm.schemas.deploy import ResourceStatus
 from lsm.store import metric_counters
 from lsm.store.batches import chunks
 from lsm.store.deploy import claims as deploy_claims
+from lsm.store.deploy import removals
 from lsm.store.deploy.tables import (
     OPEN_STATUSES_SQL,
     lsm_resource_action,
@@ -70,6 +72,8 @@ class Result:
     #: a discovery handler's validated findings ``{resource_id: JSON attributes}``, stored by the
     #: agent with ``lsm.discovery.record_discovery`` in the transaction that writes this result
     discovered: dict[str, Any] | None = None
+    #: it ran a removal (``lsm.store.deploy.removals``): a success drops its state row
+    removal: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,12 @@ def write_results(
         )
     _unskip(
         conn, env_id, [r.resource_id for r in kept if r.status == ResourceStatus.DEPLOYED], locked.skipped
+    )
+    # after the un-skipping, which follows the removed resources' edges
+    removals.finish(
+        conn,
+        env_id,
+        [(r.resource_id, r.ran_hash) for r in kept if r.removal and r.status == ResourceStatus.DEPLOYED],
     )
     actions = [{**r.action, "env_id": env_id} for r in results if r.action is not None]
     if actions:

@@ -11,6 +11,8 @@ Why these shapes (docs/architecture.md, deploy):
   ``desired_hash`` is the hash of the desired attributes and requires of ``version``;
   ``deployed_hash`` the hash that was last deployed with success: a resource whose desired
   hash equals its deployed hash needs nothing (unless it drifted: ``poll``, repair).
+  A resource that left the desired state keeps its row until its handler deleted it from its
+  target (``removal``: ``lsm.store.deploy.removals``).
 * ``lsm_resource_require``: the requires edges of the current rows, keyed by the required id,
   so that "who requires X" (un-skip dependants when X recovers; delete purged resources after
   the ones that require them) is a keyed lookup.
@@ -81,6 +83,9 @@ lsm_resource_state = Table(
     Column("claimed_by", String(200), nullable=True),
     # when it was claimed: a claim older than the agents' lease is re-examined (migration 0015)
     Column("claimed_at", DateTime(timezone=True), nullable=True),
+    # a resource that left the desired state and is still to be deleted from its target: its last
+    # desired attributes (JSON text, ``purged`` set); NULL in the desired state (migration 0017)
+    Column("removal", Text, nullable=True),
     PrimaryKeyConstraint("resource_id", "env_id", name="pk_lsm_resource_state"),
     # "the open work of these agents" (claims); partial: never a scan of the deployed rows
     Index(

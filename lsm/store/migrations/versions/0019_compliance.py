@@ -15,7 +15,7 @@ from alembic import op
 from lsm.store.database import JsonType
 
 revision = "0019"
-down_revision = "0016"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
