@@ -16,6 +16,18 @@ the validations that overlapped: they now see the outcomes before them, as they 
 one after the other. Without partial compiles a validation sees every instance, so every
 round takes one.
 
+Instances ordered together are validated together. An instance whose own validation is
+still to come (its state leaves by an ``auto`` transfer that validates: ``start`` of the
+``simple`` lifecycle) is in no other instance's validation compile by its ``validate_others``
+set; yet a port ordered with its router, or a tunnel ordered with its ports, can only be
+validated with them. So such an instance enters the compile of an instance whose selection
+depends on it (its owner, what it refers to, walked up) with its ``validate_self`` set (its
+candidate): the port's compile refines the router it is ordered with, and a bad router fails it
+too. Siblings stay out: two ports ordered on one router are still validated one after the other. An instance whose candidate was
+rejected (no validating transfer leaves ``rejected``) stays out, as before. (Without partial
+compiles a validation sees every instance, and one at a time: none is added there, or a bad
+order in another tree would fail every other.)
+
 A model error rejects only its own instance: the error, with the model's ``file:line``, is in
 that instance's event log and in its request's report. A validation whose instance moved on
 (a newer version, deleted) ends as ``stale``: the newer request validates it.
@@ -35,7 +47,7 @@ from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
-from lsm.lifecycle import AttributeSetName
+from lsm.lifecycle import AttributeSetName, LifecycleSpec
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
@@ -209,10 +221,13 @@ class ValidationBatches:
     def _select(self, snapshot: InventoryView, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""
         validated = planned.row.id
+        together = _ordered_with(snapshot, ctx, validated)
 
         def choose(record: InstanceRecord) -> AttributeSetName | None:
             state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
-            return state.validate_self if record.id == validated else state.validate_others
+            if record.id == validated or record.id in together:
+                return state.validate_self  # ordered with it: validated together (module docstring)
+            return state.validate_others
 
         view = snapshot.fork(attribute_set=choose)
         try:
@@ -368,6 +383,35 @@ class _Result:
             allocations=dict(self.allocations),
             request_id=self.planned.batch.leader.request_id,
         )
+
+
+def _ordered_with(snapshot: InventoryView, ctx: EnvironmentContext, validated: str) -> set[str]:
+    """The instances ``validated`` depends on (its owner, what it refers to, and theirs, walked
+    up the relations) that still wait for their own validation: they enter its compile with
+    their candidates. Never the instances that depend on it, nor its siblings: a port's
+    compile holds the router ordered with it, not the other ports ordered beside it (each port
+    is still validated as if alone against the ports before it)."""
+    found: set[str] = set()
+    frontier = [validated]
+    while frontier:
+        targets = {
+            r.target_id for rels in snapshot.references_from_many(frontier).values() for r in rels
+        } - found - {validated}
+        frontier = []
+        for record in snapshot.get_many(targets).values():
+            lifecycle = ctx.lifecycle(ctx.binding(record.entity))
+            state = lifecycle.state(record.state)
+            if state.validate_others is None and _validating(lifecycle, record.state):
+                found.add(record.id)
+                frontier.append(record.id)
+    return found
+
+
+def _validating(lifecycle: LifecycleSpec, state: str) -> bool:
+    """Whether an instance in ``state`` still waits for its own validation (an ``auto``
+    transfer with ``validate`` leaves the state): an owner or a related instance ordered with
+    the validated one, not one whose candidate was rejected."""
+    return any(t.trigger == "auto" and t.validate for t in lifecycle.transfers_from(state))
 
 
 def _traceback(exc: BaseException) -> str:
