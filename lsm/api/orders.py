@@ -10,7 +10,7 @@ from fastapi import APIRouter
 
 from lsm.api.access import require
 from lsm.api.deps import ContextDep, FacadesDep
-from lsm.api.params import IdempotencyKey, Id
+from lsm.api.params import Id, IdempotencyKey
 from lsm.api.responses import CHANGE, READ, errors
 from lsm.api.write_lane import run_change
 from lsm.schemas.auth import Role

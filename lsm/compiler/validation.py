@@ -23,8 +23,9 @@ set; yet a port ordered with its router, or a tunnel ordered with its ports, can
 validated with them. So such an instance enters the compile of an instance whose selection
 depends on it (its owner, what it refers to, walked up) with its ``validate_self`` set (its
 candidate): the port's compile refines the router it is ordered with, and a bad router fails it
-too. Siblings stay out: two ports ordered on one router are still validated one after the other. An instance whose candidate was
-rejected (no validating transfer leaves ``rejected``) stays out, as before. (Without partial
+too. Siblings stay out: two ports ordered on one router are still validated one after the
+other. An instance whose candidate was rejected (no validating transfer leaves ``rejected``)
+stays out, as before. (Without partial
 compiles a validation sees every instance, and one at a time: none is added there, or a bad
 order in another tree would fail every other.)
 
@@ -394,9 +395,11 @@ def _ordered_with(snapshot: InventoryView, ctx: EnvironmentContext, validated: s
     found: set[str] = set()
     frontier = [validated]
     while frontier:
-        targets = {
-            r.target_id for rels in snapshot.references_from_many(frontier).values() for r in rels
-        } - found - {validated}
+        targets = (
+            {r.target_id for rels in snapshot.references_from_many(frontier).values() for r in rels}
+            - found
+            - {validated}
+        )
         frontier = []
         for record in snapshot.get_many(targets).values():
             lifecycle = ctx.lifecycle(ctx.binding(record.entity))

@@ -53,9 +53,10 @@ class OrdersFacade:
         fingerprint = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         key = None
         if idempotency_key is not None:
-            if not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_LENGTH - len(KEY_PREFIX):
+            longest = MAX_IDEMPOTENCY_KEY_LENGTH - len(KEY_PREFIX)
+            if not 0 < len(idempotency_key) <= longest:
                 raise InvalidInput(
-                    f"an order's Idempotency-Key has 1..{MAX_IDEMPOTENCY_KEY_LENGTH - len(KEY_PREFIX)} characters",
+                    f"an order's Idempotency-Key has 1..{longest} characters",
                     field="Idempotency-Key",
                 )
             key = KEY_PREFIX + idempotency_key
@@ -97,7 +98,9 @@ class OrdersFacade:
             raise renumber(exc, plan, request.items) from None
         return self.get_order(ctx, order_id)
 
-    def _first(self, ctx: RequestContext, env: EnvironmentContext, key: str, fingerprint: str) -> OrderOut | None:
+    def _first(
+        self, ctx: RequestContext, env: EnvironmentContext, key: str, fingerprint: str
+    ) -> OrderOut | None:
         with self.core.db.read() as session:
             first = find_key(session, env.env_id, key)
         if first is None:
@@ -122,7 +125,9 @@ class OrdersFacade:
             instances = repo.get_instances(session, env.env_id, [i["instance_id"] for i in row.items])
         items = [self._item(ctx, env, stored, instances.get(stored["instance_id"])) for stored in row.items]
         failed = [i.index for i in items if i.outcome == "failed"]
-        status: OrderStatus = "failed" if failed else "done" if all(i.outcome == "done" for i in items) else "in_progress"
+        status: OrderStatus = (
+            "failed" if failed else "done" if all(i.outcome == "done" for i in items) else "in_progress"
+        )
         return OrderOut(id=row.id, status=status, created_at=row.created_at, items=items, failed=failed)
 
     def _item(
@@ -142,7 +147,7 @@ class OrdersFacade:
                 diagnosis = self.inventory.diagnose(ctx, row.entity, row.id).summary
         return OrderItemOut(
             index=int(str(stored["index"])),
-            action=stored["action"],  # type: ignore[arg-type]  # stored from the validated Action
+            action=stored["action"],
             entity=str(stored["entity"]),
             ref=None if stored.get("ref") is None else str(stored["ref"]),
             instance_id=str(stored["instance_id"]),

@@ -124,7 +124,9 @@ def plan_order(
         _check_fields(index, item, problems, ctx)
         for name in uses[index] | ({item.instance.ref} if isinstance(item.instance, LocalRef) else set()):
             if name not in names:
-                problems.add(index, "dangling_ref", f'{{"$ref": "{name}"}} names no item of the order', name=name)
+                problems.add(
+                    index, "dangling_ref", f'{{"$ref": "{name}"}} names no item of the order', name=name
+                )
     problems.raise_any()
     ids, versions = _instances(session, ctx, items, names, problems)
     _one_item_per_instance(items, ids, problems)
@@ -236,7 +238,9 @@ def _instances(
         assert item.instance is not None
         binding = ctx.binding(item.entity)
         try:
-            row = repo.find_instance(session, ctx.env_id, binding.name, item.instance, identity_attr=binding.identity)
+            row = repo.find_instance(
+                session, ctx.env_id, binding.name, item.instance, identity_attr=binding.identity
+            )
         except LsmError as exc:
             problems.add(index, "unknown_instance", exc.message, instance=item.instance)
             continue
@@ -338,7 +342,7 @@ def renumber(error: LsmError, plan: OrderPlan, items: Sequence[OrderItem]) -> Ls
     def named(entry: dict[str, Any]) -> None:
         key = (entry.pop("op", None), entry.get("index"))
         if key in where:
-            index = where[key]  # type: ignore[index]  # the key's parts are checked by ``in``
+            index = where[key]
             entry.update(index=index, ref=items[index].ref, action=items[index].action)
             entry.update(entity=items[index].entity)
 

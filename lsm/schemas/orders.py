@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH, MAX_REF_LENGTH
+from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH
 
 #: the most items any order may hold (the environment's ``max_order_items`` is at most this)
 MAX_ORDER_ITEMS = 10_000
@@ -61,7 +61,9 @@ class OrderItem(_Body):
     target_state: str | None = Field(None, max_length=MAX_NAME_LENGTH, description="set_state: the state.")
     message: str = Field("", max_length=2000, description="set_state: a message for the event log.")
     wait_for: str | None = Field(
-        None, max_length=MAX_NAME_LENGTH, description="The state the item waits for (see the module docstring)."
+        None,
+        max_length=MAX_NAME_LENGTH,
+        description="The state the item waits for (see the module docstring).",
     )
 
 
@@ -88,5 +90,3 @@ class OrderOut(BaseModel):
     created_at: datetime
     items: list[OrderItemOut]
     failed: list[int] = Field(default_factory=list, description="The indexes of the failed items.")
-
-

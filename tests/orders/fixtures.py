@@ -32,8 +32,10 @@ def network_order(*, bad_port_mtu: Any = 1500) -> list[dict[str, Any]]:
          "attributes": {"name": "eth1", "router": {"$ref": "r1"}, "mtu": bad_port_mtu}},
         {"action": "create", "entity": "port", "ref": "r2-eth0",
          "attributes": {"name": "eth0", "router": {"$ref": "r2"}}},
-        {"action": "create", "entity": "router", "ref": "r1", "attributes": {"mgmt_ip": "10.0.0.1", "name": "r1"}},
-        {"action": "create", "entity": "router", "ref": "r2", "attributes": {"mgmt_ip": "10.0.0.2", "name": "r2"}},
+        {"action": "create", "entity": "router", "ref": "r1",
+         "attributes": {"mgmt_ip": "10.0.0.1", "name": "r1"}},
+        {"action": "create", "entity": "router", "ref": "r2",
+         "attributes": {"mgmt_ip": "10.0.0.2", "name": "r2"}},
     ]  # fmt: skip
 
 
