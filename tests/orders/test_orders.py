@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,3 +42,13 @@ def test_one_bad_port_attribute_refuses_the_whole_order_and_creates_nothing(clie
     assert (item["index"], item["ref"], item["action"], item["entity"]) == (2, "r1-eth1", "create", "port")
     assert item["errors"][0]["path"] == "mtu"
     assert everything(client) == []
+
+
+def test_the_readme_order_file_reaches_done(client: Client) -> None:
+    import yaml
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    items = yaml.safe_load(readme.split("```yaml", 1)[1].split("```", 1)[0])["items"]
+    order = client.order(items)
+    wait_until(lambda: client.get_order(order["id"])["status"] != "in_progress", "the order settles")
+    assert client.get_order(order["id"])["status"] == "done"
