@@ -323,7 +323,7 @@ def _command(
     attributes = _resolved(item.attributes, by_name) if item.attributes is not None else {}
     instance_id = ids[index]
     if item.action == "create":
-        return Create(item.entity, attributes, instance_id=instance_id)
+        return Create(item.entity, attributes, instance_id=instance_id, drawn=item.instance_id is None)
     current = version if version is not None else 0
     if item.action == "update":
         return Update(item.entity, instance_id, current, attributes)
