@@ -352,7 +352,7 @@ def renumber(error: LsmError, plan: OrderPlan, items: Sequence[OrderItem]) -> Ls
         named(entry)
     if entries:  # the batch's message counts within create/update: say it with the order's numbers
         first = entries[0]
-        where = f"item {first.get('index')}" + (f" ({first['ref']})" if first.get("ref") else "")
+        item = f"item {first.get('index')}" + (f" ({first['ref']})" if first.get("ref") else "")
         more = f" (and {len(entries) - 1} more)" if len(entries) > 1 else ""
-        error.message = f"the order is refused, nothing was written: {where}: {first.get('message')}{more}"
+        error.message = f"the order is refused, nothing was written: {item}: {first.get('message')}{more}"
     return error
