@@ -17,11 +17,11 @@ The answer and ``GET /lsm/v1/order/{id}``: the order's ``status`` (``in_progress
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH
+from lsm.schemas.limits import MAX_INT, MAX_NAME_LENGTH, MAX_REF_LENGTH
 
 #: the most items any order may hold (the environment's ``max_order_items`` is at most this)
 MAX_ORDER_ITEMS = 10_000
@@ -47,7 +47,7 @@ class OrderItem(_Body):
     ref: str | None = Field(
         None, max_length=MAX_NAME_LENGTH, description='A local name other items use as {"$ref": name}.'
     )
-    instance: str | LocalRef | None = Field(
+    instance: Annotated[str, Field(min_length=1, max_length=MAX_REF_LENGTH)] | LocalRef | None = Field(
         None,
         description='update/delete/set_state: an instance id, <identity_attr>=<value>, or {"$ref": name}.',
     )
