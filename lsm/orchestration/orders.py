@@ -212,6 +212,14 @@ def _check_fields(index: int, item: OrderItem, problems: _Problems, ctx: Environ
             problems.add(
                 index, "unknown_state", f"lifecycle {lifecycle.name!r} has no state {state!r}", state=state
             )
+    default = DEFAULT_WAIT_FOR.get(item.action)
+    if item.wait_for is None and item.target_state is None and not lifecycle.has_state(default or "up"):
+        problems.add(
+            index,
+            "unknown_state",
+            f"lifecycle {lifecycle.name!r} has no state {default!r} to wait for: name one in wait_for",
+            state=default,
+        )
 
 
 def _instances(

@@ -49,12 +49,14 @@ def test_a_cycle_of_local_names_is_refused_naming_every_item_on_it(http: httpx.C
         "entity": "note",
         "ref": "a",
         "attributes": {"title": "a", "text": {"$ref": "b"}},
+        "wait_for": "draft",
     }
     b = {
         "action": "create",
         "entity": "note",
         "ref": "b",
         "attributes": {"title": "b", "text": {"$ref": "a"}},
+        "wait_for": "draft",
     }
     items = refused(http, [a, b])
     assert {(i["index"], i["rule"]) for i in items} == {(0, "ref_cycle"), (1, "ref_cycle")}
@@ -97,7 +99,13 @@ def test_more_items_than_the_configured_limit_are_refused(http: httpx.Client, en
 
 
 def test_a_bad_attribute_refuses_the_whole_order_naming_its_item(http: httpx.Client) -> None:
-    bad = {"action": "create", "entity": "note", "ref": "n", "attributes": {"title": "n", "priority": "high"}}
+    bad = {
+        "action": "create",
+        "entity": "note",
+        "ref": "n",
+        "attributes": {"title": "n", "priority": "high"},
+        "wait_for": "draft",
+    }
     (item,) = refused(http, [router("r1", "10.0.0.1"), port("p1", "r1"), bad])
     assert (item["index"], item["ref"], item["action"], item["entity"]) == (2, "n", "create", "note")
     assert item["errors"][0]["path"] == "priority"
@@ -125,9 +133,8 @@ def test_items_of_every_action_apply_in_one_order(http: httpx.Client) -> None:
         ORDER,
         json={
             "items": [
-                {"action": "create", "entity": "note", "attributes": {"title": "a"}},
-                {"action": "create", "entity": "note", "attributes": {"title": "b"}},
-                {"action": "create", "entity": "note", "attributes": {"title": "c"}},
+                {"action": "create", "entity": "note", "attributes": {"title": t}, "wait_for": "draft"}
+                for t in "abc"
             ]
         },
     ).json()
@@ -136,8 +143,14 @@ def test_items_of_every_action_apply_in_one_order(http: httpx.Client) -> None:
         ORDER,
         json={
             "items": [
-                {"action": "update", "entity": "note", "instance": "title=a", "attributes": {"text": "x"}},
-                {"action": "delete", "entity": "note", "instance": b},
+                {
+                    "action": "update",
+                    "entity": "note",
+                    "instance": "title=a",
+                    "attributes": {"text": "x"},
+                    "wait_for": "draft",
+                },
+                {"action": "delete", "entity": "note", "instance": b, "wait_for": "archived"},
                 {"action": "set_state", "entity": "note", "instance": c, "target_state": "published"},
             ]
         },
@@ -148,6 +161,12 @@ def test_items_of_every_action_apply_in_one_order(http: httpx.Client) -> None:
     assert http.get(f"/lsm/v1/service_inventory/note/{a}").json()["candidate_attributes"]["text"] == "x"
     assert order["items"][2]["wait_for"] == "published"
     assert http.get(f"{ORDER}/{order['id']}").json() == order
+    assert (order["status"], [i["outcome"] for i in order["items"]]) == ("done", ["done"] * 3)
+
+
+def test_a_lifecycle_without_up_needs_the_state_to_wait_for(http: httpx.Client) -> None:
+    (item,) = refused(http, [{"action": "create", "entity": "note", "attributes": {"title": "a"}}])
+    assert (item["rule"], item["state"]) == ("unknown_state", "up")
 
 
 def test_a_retried_order_with_its_idempotency_key_applies_nothing_twice(http: httpx.Client) -> None:
