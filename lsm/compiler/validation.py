@@ -46,9 +46,10 @@ from sqlmodel import Session
 
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
+from lsm.compiler.ordered import ordered_with
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
-from lsm.lifecycle import AttributeSetName, LifecycleSpec
+from lsm.lifecycle import AttributeSetName
 from lsm.model import RefineResult, refine
 from lsm.model.report import located
 from lsm.orchestration import EnvironmentContext, Orchestrator, ValidationOutcome
@@ -222,7 +223,7 @@ class ValidationBatches:
     def _select(self, snapshot: InventoryView, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""
         validated = planned.row.id
-        together = _ordered_with(snapshot, ctx, validated)
+        together = ordered_with(snapshot, ctx, validated)
 
         def choose(record: InstanceRecord) -> AttributeSetName | None:
             state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
@@ -384,37 +385,6 @@ class _Result:
             allocations=dict(self.allocations),
             request_id=self.planned.batch.leader.request_id,
         )
-
-
-def _ordered_with(snapshot: InventoryView, ctx: EnvironmentContext, validated: str) -> set[str]:
-    """The instances ``validated`` depends on (its owner, what it refers to, and theirs, walked
-    up the relations) that still wait for their own validation: they enter its compile with
-    their candidates. Never the instances that depend on it, nor its siblings: a port's
-    compile holds the router ordered with it, not the other ports ordered beside it (each port
-    is still validated as if alone against the ports before it)."""
-    found: set[str] = set()
-    frontier = [validated]
-    while frontier:
-        targets = (
-            {r.target_id for rels in snapshot.references_from_many(frontier).values() for r in rels}
-            - found
-            - {validated}
-        )
-        frontier = []
-        for record in snapshot.get_many(targets).values():
-            lifecycle = ctx.lifecycle(ctx.binding(record.entity))
-            state = lifecycle.state(record.state)
-            if state.validate_others is None and _validating(lifecycle, record.state):
-                found.add(record.id)
-                frontier.append(record.id)
-    return found
-
-
-def _validating(lifecycle: LifecycleSpec, state: str) -> bool:
-    """Whether an instance in ``state`` still waits for its own validation (an ``auto``
-    transfer with ``validate`` leaves the state): an owner or a related instance ordered with
-    the validated one, not one whose candidate was rejected."""
-    return any(t.trigger == "auto" and t.validate for t in lifecycle.transfers_from(state))
 
 
 def _traceback(exc: BaseException) -> str:
