@@ -32,3 +32,43 @@ nothing = lsm.Binding(Nothing, lifecycle="simple", name="nothing")
 def nothing_resource(n: lsm.Service[Nothing]) -> Iterator[lsm.Resource]:
     digits = "".join(c for c in n.name if c.isdigit()) or "0"
     yield Null(agent=f"agent-{int(digits) % AGENTS}", name=n.name, purged=n.purge_resources)
+
+
+# -- the order scenario's network (``python -m benchmarks orders --groups/--big``) -------------
+# A router owns its ports; a tunnel joins two ports. Each refines into one ``std::Null`` on its
+# router's agent. Run with ``selector = "relation_closure"``: a tunnel's compile brings its ports.
+
+
+class Router(lsm.ServiceEntity):
+    name: str
+
+
+class Port(lsm.ServiceEntity):
+    name: str
+    router: lsm.Ref[Router]
+
+
+class Tunnel(lsm.ServiceEntity):
+    name: str
+    a: lsm.Ref[Port]
+    b: lsm.Ref[Port]
+
+
+router = lsm.Binding(Router, lifecycle="simple", name="router", identity="name")
+port = lsm.Binding(Port, lifecycle="simple", name="port", owner=router, relation_to_owner="router")
+tunnel = lsm.Binding(Tunnel, lifecycle="simple", name="tunnel", identity="name")
+
+
+@lsm.implementation(router)
+def router_resource(r: lsm.Service[Router]) -> Iterator[lsm.Resource]:
+    yield Null(agent=f"router-{r.name}", name=r.name, purged=r.purge_resources)
+
+
+@lsm.implementation(port)
+def port_resource(p: lsm.Service[Port]) -> Iterator[lsm.Resource]:
+    yield Null(agent=f"router-{p.router.name}", name=f"{p.router.name}.{p.name}", purged=p.purge_resources)
+
+
+@lsm.implementation(tunnel)
+def tunnel_resource(t: lsm.Service[Tunnel]) -> Iterator[lsm.Resource]:
+    yield Null(agent=f"router-{t.a.router.name}", name=f"tunnel.{t.name}", purged=t.purge_resources)

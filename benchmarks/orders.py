@@ -39,7 +39,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import load, report
+from benchmarks import load, order_groups, report
 from benchmarks.backend import backend_name, fresh_database_url
 from benchmarks.harness import BenchmarkError
 from benchmarks.processes import HOST, Processes, free_port, lsm_command
@@ -59,6 +59,8 @@ class OrdersOptions:
     poll_s: float = 2.0
     database_url: str | None = None
     workdir: Path | None = None
+    groups: int = 0  # orders of 1 router, 4 ports, 1 tunnel, one at a time (benchmarks.order_groups)
+    big: int = 0  # items of one big order (0: none)
 
 
 def add_orders_parser(commands: Any) -> None:
@@ -76,6 +78,15 @@ def add_orders_parser(commands: Any) -> None:
     orders.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
     orders.add_argument("--workdir", type=Path, default=None, help="where SQLite files and logs go")
     orders.add_argument("--json", type=Path, default=None, help="result file")
+    orders.add_argument(
+        "--groups",
+        type=int,
+        default=0,
+        help="orders of 1 router, 4 ports, 1 tunnel, one at a time (default 0)",
+    )
+    orders.add_argument(
+        "--big", type=int, default=0, help="items of one big order of routers and ports (default 0)"
+    )
 
 
 class UpWatch:
@@ -208,11 +219,25 @@ async def _drive(base_url: str, options: OrdersOptions, processes: Processes) ->
                         watch.polled += 1
                         watch.saw(str(item["id"]), "up", now)
 
+            if options.groups or options.big:
+                await order_groups.use_relation_closure(client)
             sequential = await _sequential(client, watch, options, check)
             concurrent = await _concurrent(client, watch, options, check)
+            grouped = (
+                await order_groups.groups(client, watch, options.groups, options.timeout, check)
+                if options.groups
+                else None
+            )
+            big = (
+                await order_groups.big(client, watch, options.big, options.timeout, check)
+                if options.big
+                else None
+            )
             return {
                 "sequential": sequential,
                 "concurrent": concurrent,
+                "groups": grouped,
+                "big": big,
                 "events_read": watch.events,
                 "up_seen_by_poll": watch.polled,
             }
@@ -332,6 +357,8 @@ def run_orders_command(args: argparse.Namespace, argv: list[str]) -> int:
         poll_s=args.poll,
         database_url=args.database_url,
         workdir=args.workdir,
+        groups=args.groups,
+        big=args.big,
     )
     status = 0
     try:
@@ -362,6 +389,16 @@ def run_orders_command(args: argparse.Namespace, argv: list[str]) -> int:
             "every order answered",
             f"{con['accepted']} accepted ({con['retried']} after a retry), {failed} failed"
             + (f": {con['order_errors']}" if failed else ""),
+        )
+    if grouped := result.get("groups"):
+        table.add_row(
+            f"{grouped['orders']} orders of 1 router, 4 ports, 1 tunnel, POST to done",
+            f"p50 {grouped['p50_ms']} ms, p95 {grouped['p95_ms']} ms, max {grouped['max_ms']} ms",
+        )
+    if big := result.get("big"):
+        table.add_row(
+            f"one order of {big['items']} items",
+            f"accepted in {big['accepted_s']} s, done in {big['done_s']} s",
         )
     console.print(table)
     path = args.json or report.default_path("orders", backend_name(args.database_url), started_at)

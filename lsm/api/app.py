@@ -32,6 +32,7 @@ from lsm.api import (
     health,
     inventory,
     metrics,
+    orders,
     tokens,
     webhooks,
 )
@@ -57,6 +58,7 @@ ROUTERS = (
     discovery.adopt_router,  # before inventory: POST /{entity}/adopt
     expert.router,
     inventory.router,
+    orders.router,
     compiles.router,
     desired_state.router,
     environments.router,

@@ -50,6 +50,7 @@ from lsm.cli import (
     graph,
     instance,
     lifecycle,
+    order,
     resources,
     run,
     selector,
@@ -83,6 +84,7 @@ app.add_typer(lifecycle.app, name="lifecycle")
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(instance.app, name="instance")
 app.add_typer(expert.app, name="expert")
+app.add_typer(order.app, name="order")
 
 # compiles, desired state and deploy
 app.command("compile")(compiles.compile_)

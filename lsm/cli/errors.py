@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -21,12 +22,13 @@ def fail(exc: LsmError) -> typer.Exit:
     """Print an engine error (message, then details) and give the exit to raise."""
     err.print(f"[red]error:[/] {escape(exc.message)}")
     for key, value in exc.details.items():
-        if key == "items" and isinstance(value, list):  # a bulk request: every refused item
+        if key == "items" and isinstance(value, list):  # a bulk request or an order: every refused item
             for item in value:
                 if isinstance(item, dict):
-                    named = f" ({item['id']})" if item.get("id") else ""
-                    where = f"{item.get('op')}[{item.get('index')}]{named}"
-                    err.print(f"  - {escape(where)}: {escape(str(item.get('message', '')))}")
+                    err.print(f"  - {escape(_refused(item))}")
+                    for sub in item.get("errors") or []:
+                        if isinstance(sub, dict) and "path" in sub:
+                            err.print(f"    {escape(str(sub['path']))}: {escape(str(sub.get('reason', '')))}")
         elif key == "errors" and isinstance(value, list):
             for item in value:
                 if isinstance(item, dict) and "path" in item:
@@ -52,3 +54,17 @@ def errors_reported(url: str | None = None) -> Iterator[None]:
         reason = str(exc) or type(exc).__name__
         err.print(f"[red]error:[/] cannot reach the lsm server{escape(where)}: {escape(reason)}")
         raise typer.Exit(1) from None
+
+
+def _refused(item: dict[str, Any]) -> str:
+    """One refused item of a bulk request (``op[index] (id)``) or of an order (``item index
+    (ref) [rule]``, its message naming the item already when the order's check refused it)."""
+    message = str(item.get("message", ""))
+    if "op" in item:
+        named = f" ({item['id']})" if item.get("id") else ""
+        return f"{item.get('op')}[{item.get('index')}]{named}: {message}"
+    rule = item.get("rule") or item.get("error")
+    if message.startswith("item "):
+        return f"[{rule}] {message}"
+    named = f" ({item['ref']})" if item.get("ref") else ""
+    return f"[{rule}] item {item.get('index')}{named}: {message}"

@@ -3,18 +3,23 @@ instances, ordered, changed and inspected through a running server."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from lsm.cli import render
-from lsm.cli.calls import call, connected
+from lsm.cli.calls import call, connected, print_json
 from lsm.cli.console import err, out
 from lsm.cli.diagnosis import show_diagnosis
 from lsm.cli.instance_views import instances_table, show_instance
 from lsm.cli.options import shared
-from lsm.cli.params import Attr, AttributesJson, CurrentVersion, Entity, Ref, parse_attributes
+from lsm.cli.params import Attr, AttributesJson, CurrentVersion, Entity, Ref, Timeout, Wait, parse_attributes
+from lsm.cli.wait import Standing, follow, report, stream_client
+
+if TYPE_CHECKING:
+    from lsm.client import Client
 
 app = typer.Typer(help="Service instances: order, change, inspect.", no_args_is_help=True)
 
@@ -29,13 +34,17 @@ def instance_create(
     initial_state: Annotated[
         str | None, typer.Option("--initial-state", help="An alternative initial state.")
     ] = None,
+    wait: Wait = False,
+    timeout: Timeout = 600.0,
 ) -> None:
     """Order a new instance (version 1, in the lifecycle's initial state)."""
     values = parse_attributes(attr, attributes)
-    call(
+    changed(
         ctx,
         lambda c: c.create_instance(entity, values, instance_id=instance_id, initial_state=initial_state),
-        show_instance,
+        entity,
+        "up" if wait else None,
+        timeout,
     )
 
 
@@ -55,7 +64,11 @@ def instance_bulk(
     attributes}, id being an instance id or <identity_attr>=<value>. On a refusal every
     refused item is listed and nothing is written.
     """
-    data = _read_bulk_file(file)
+    data = read_data_file(file)
+    if not isinstance(data, dict):
+        raise typer.BadParameter(
+            f"{file} must hold an object with `create` and/or `update`", param_hint="FILE"
+        )
     name = entity or data.get("entity")
     if not isinstance(name, str) or not name:
         raise typer.BadParameter(
@@ -74,8 +87,9 @@ def instance_bulk(
     call(ctx, lambda c: c.bulk(name, create=create, update=update), show)
 
 
-def _read_bulk_file(file: str) -> dict[str, Any]:
-    """The bulk request of a JSON or YAML file (YAML is a superset of JSON: one parser reads both)."""
+def read_data_file(file: str) -> Any:
+    """The data of a JSON or YAML file, ``-`` for stdin (YAML is a superset of JSON: one parser
+    reads both): a bulk request, an order."""
     import sys
     from pathlib import Path
 
@@ -88,10 +102,6 @@ def _read_bulk_file(file: str) -> dict[str, Any]:
         raise typer.BadParameter(f"can not read {file}: {exc.strerror or exc}", param_hint="FILE") from None
     except yaml.YAMLError as exc:
         raise typer.BadParameter(f"{file} is neither JSON nor YAML: {exc}", param_hint="FILE") from None
-    if not isinstance(data, dict):
-        raise typer.BadParameter(
-            f"{file} must hold an object with `create` and/or `update`", param_hint="FILE"
-        )
     return data
 
 
@@ -137,15 +147,19 @@ def instance_update(
     current_version: CurrentVersion,
     attr: Attr = None,
     attributes: AttributesJson = None,
+    wait: Wait = False,
+    timeout: Timeout = 600.0,
 ) -> None:
     """Change attributes (merged into the candidate set; fires the state's on_update transfer)."""
     values = parse_attributes(attr, attributes)
     if not values:
         raise typer.BadParameter("give --attr key=value or --attributes '{...}'", param_hint="--attr")
-    call(
+    changed(
         ctx,
         lambda c: c.update_instance(entity, ref, current_version=current_version, attributes=values),
-        show_instance,
+        entity,
+        "up" if wait else None,
+        timeout,
     )
 
 
@@ -174,13 +188,54 @@ def instance_delete(
     entity: Entity,
     ref: Ref,
     current_version: CurrentVersion,
+    wait: Wait = False,
+    timeout: Timeout = 600.0,
 ) -> None:
     """Delete an instance (fires the state's on_delete transfer)."""
-    call(
+    changed(
         ctx,
         lambda c: c.delete_instance(entity, ref, current_version=current_version),
-        show_instance,
+        entity,
+        "terminated" if wait else None,
+        timeout,
     )
+
+
+def changed(
+    ctx: typer.Context, request: Callable[[Client], Any], entity: str, target: str | None, timeout: float
+) -> None:
+    """Make the change and show the instance; with a ``target`` (``--wait``) follow it there
+    first (``lsm.cli.wait``: exit 0 there, 1 failed with its diagnosis, 3 on time-out)."""
+    if target is None:
+        call(ctx, request, show_instance)
+        return
+    with connected(ctx) as client:
+        instance = request(client)
+        states = client.entity(entity)["lifecycle"]["states"]
+        danger = {s["name"] for s in states if s.get("label") == "danger"}
+        latest = [instance]
+
+        def check() -> Standing:
+            latest[0] = now = client.get_instance(entity, instance["id"])
+            failed = []
+            if now["state"] != target and (now["state"] in danger or now.get("deleted")):
+                summary = client.diagnose(entity, instance["id"]).get("summary") or now["state"]
+                failed.append(f"{entity} {instance['id']}: {summary}")
+            return Standing(int(now["state"] == target), 1, failed)
+
+        code, standing = follow(
+            lambda: stream_client(ctx),
+            {str(instance["id"])},
+            check,
+            timeout=timeout,
+            what=f"{entity} {target}",
+        )
+    report(standing, code, timeout)
+    if shared(ctx).json:
+        print_json(latest[0])
+    else:
+        show_instance(latest[0])
+    raise typer.Exit(code)
 
 
 @app.command("log")

@@ -53,3 +53,14 @@ def parse_value(value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+Wait = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Follow until it reached its target state: exit 0, 1 when it failed, 3 on time-out."
+    ),
+]
+Timeout = Annotated[
+    float, typer.Option("--timeout", min=0.0, help="With --wait: give up (exit 3) after this many seconds.")
+]

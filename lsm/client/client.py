@@ -26,6 +26,7 @@ from lsm.client.credentials import resolve_token
 from lsm.client.errors import error_from_response
 from lsm.client.events import READ_TIMEOUT, AsyncEventStream, EventStream
 from lsm.client.expert import ExpertRoutes
+from lsm.client.orders import OrderRoutes
 from lsm.client.retry import DEFAULT_RETRY, RetryPolicy
 from lsm.client.routes import JsonList, JsonObject, Request
 from lsm.client.webhooks import WebhookRoutes
@@ -62,6 +63,7 @@ class Client(
     WebhookRoutes[JsonObject, JsonList],
     ExpertRoutes[JsonObject, JsonList],
     ComplianceRoutes[JsonObject, JsonList],
+    OrderRoutes[JsonObject, JsonList],
 ):
     """The synchronous client. ``transport`` replaces the network (``httpx.MockTransport``, a
     WSGI/test transport); ``retry`` is the ``RetryPolicy`` (``NO_RETRY`` to disable); ``token``
@@ -123,6 +125,7 @@ class AsyncClient(
     WebhookRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
     ExpertRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
     ComplianceRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
+    OrderRoutes[Awaitable[JsonObject], Awaitable[JsonList]],
 ):
     """The asynchronous client: every method returns an awaitable of what ``Client``'s returns."""
 

@@ -16,6 +16,19 @@ the validations that overlapped: they now see the outcomes before them, as they 
 one after the other. Without partial compiles a validation sees every instance, so every
 round takes one.
 
+Instances ordered together are validated together. An instance whose own validation is
+still to come (its state leaves by an ``auto`` transfer that validates: ``start`` of the
+``simple`` lifecycle) is in no other instance's validation compile by its ``validate_others``
+set; yet a port ordered with its router, or a tunnel ordered with its ports, can only be
+validated with them. So such an instance enters the compile of an instance whose selection
+depends on it (its owner, what it refers to, walked up) with its ``validate_self`` set (its
+candidate): the port's compile refines the router it is ordered with, and a bad router fails it
+too. Siblings stay out: two ports ordered on one router are still validated one after the
+other. An instance whose candidate was rejected (no validating transfer leaves ``rejected``)
+stays out, as before. (Without partial
+compiles a validation sees every instance, and one at a time: none is added there, or a bad
+order in another tree would fail every other.)
+
 A model error rejects only its own instance: the error, with the model's ``file:line``, is in
 that instance's event log and in its request's report. A validation whose instance moved on
 (a newer version, deleted) ends as ``stale``: the newer request validates it.
@@ -33,6 +46,7 @@ from sqlmodel import Session
 
 from lsm.compiler.instances import InstanceDict, instance_dict
 from lsm.compiler.locks import SelectionLocks
+from lsm.compiler.ordered import ordered_with
 from lsm.compiler.queue import Batch, CompileQueue
 from lsm.errors import LsmError, TimeLimitExceeded
 from lsm.lifecycle import AttributeSetName
@@ -209,10 +223,13 @@ class ValidationBatches:
     def _select(self, snapshot: InventoryView, ctx: EnvironmentContext, planned: _Planned) -> set[str]:
         """The validated instance's selection, with the sets a lone validation would use."""
         validated = planned.row.id
+        together = ordered_with(snapshot, ctx, validated)
 
         def choose(record: InstanceRecord) -> AttributeSetName | None:
             state = ctx.lifecycle(ctx.binding(record.entity)).state(record.state)
-            return state.validate_self if record.id == validated else state.validate_others
+            if record.id == validated or record.id in together:
+                return state.validate_self  # ordered with it: validated together (module docstring)
+            return state.validate_others
 
         view = snapshot.fork(attribute_set=choose)
         try:

@@ -217,7 +217,7 @@ class ComplianceRuns:
                     return  # ``release`` gives the part back
                 chunk = rows[start : start + SLICE]
                 with self.db.read() as session:
-                    records = deploy_claiming.desired_records(
+                    records = deploy_claiming.stored_records(
                         session.connection(), part.env_id, [r[0] for r in chunk]
                     )
                 items = self.checker.check(registry, chunk, records)

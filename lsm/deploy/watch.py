@@ -51,7 +51,7 @@ from lsm.model.meta import DEFAULT_META, Meta, meta_of
 from lsm.store.database import Database
 from lsm.store.deploy import names as deploy_names
 from lsm.store.deploy import watch as deploy_watch
-from lsm.store.deploy.claiming import desired_records
+from lsm.store.deploy.claiming import stored_records
 from lsm.store.deploy.results import Result
 from lsm.store.deploy.tables import lsm_deploy_head, resource_type_of
 from lsm.store.transient import log_failure
@@ -337,7 +337,7 @@ class Watches:
                     for rid, (_agent, desired_hash, status) in rows.items()
                     if status in deploy_watch.WATCHED and hashes.get(rid) != desired_hash
                 ]
-                records = desired_records(conn, env_id, start) if start else {}
+                records = stored_records(conn, env_id, start) if start else {}
                 items = [(rid, rows[rid][0], rows[rid][1], records[rid]) for rid in start if rid in records]
                 if items:
                     self._submit(partial(self._ensure, env_id, items))

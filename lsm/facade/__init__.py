@@ -28,6 +28,7 @@ from lsm.facade.graphs import GraphsFacade
 from lsm.facade.halts import HaltsFacade, no_wake
 from lsm.facade.inventory import InventoryFacade
 from lsm.facade.metrics import MetricsFacade
+from lsm.facade.orders import OrdersFacade
 from lsm.facade.signal import ChangeSignal
 from lsm.facade.webhooks import WebhooksFacade
 
@@ -51,6 +52,7 @@ class Facades:
     graphs: GraphsFacade
     webhooks: WebhooksFacade
     halts: HaltsFacade
+    orders: OrdersFacade
 
     @classmethod
     def over(
@@ -75,10 +77,11 @@ class Facades:
             else DeployFacade(core, wake=wake_agents, state_dir=state_dir, jail=jail)
         )
         events = EventsFacade(core)
+        inventory = InventoryFacade(core)
         return cls(
             environments=EnvironmentsFacade(core, wake=wake_agents or no_wake),
             catalog=CatalogFacade(core),
-            inventory=InventoryFacade(core),
+            inventory=inventory,
             compiles=CompilesFacade(core),
             desired_state=DesiredStateFacade(core, wake=wake_agents or no_wake),
             events=events,
@@ -91,6 +94,7 @@ class Facades:
             graphs=GraphsFacade(core),
             webhooks=WebhooksFacade(core, events, wake=wake_webhooks, allow_internal=allow_internal_webhooks),
             halts=HaltsFacade(core, wake=wake_agents or no_wake),
+            orders=OrdersFacade(core, inventory),
         )
 
 
@@ -115,6 +119,7 @@ __all__ = [
     "HaltsFacade",
     "InventoryFacade",
     "MetricsFacade",
+    "OrdersFacade",
     "Principal",
     "RequestContext",
     "TokensFacade",

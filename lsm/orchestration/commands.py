@@ -24,6 +24,10 @@ class Create:
     instance_id: str | None = None
     initial_state: str | None = None
     adopts: str | None = None
+    #: ``instance_id`` is a fresh ``uuid4`` the engine drew (an order's create, whose id its
+    #: ``$ref``s need before it is decided), not a caller's choice: no row can hold it, so it is
+    #: not looked up (one read per create of a 1,000-item order)
+    drawn: bool = False
 
 
 @dataclass(frozen=True)

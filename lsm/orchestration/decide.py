@@ -183,7 +183,8 @@ class Decider:
         binding = self.ctx.binding(command.entity)
         attributes = validate_create(binding.entity, command.attributes)
         state = self.ctx.machine(binding).initial_state(command.initial_state)
-        instance_id = self.new_instance_id(command.instance_id)
+        instance_id = command.instance_id if command.drawn and command.instance_id else None
+        instance_id = instance_id or self.new_instance_id(command.instance_id)
         identity = identity_value(attributes, binding.identity)
         if identity is not None:
             clash = self._created(binding.name, binding.identity, f"{binding.identity}={identity}")

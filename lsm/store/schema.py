@@ -27,7 +27,7 @@ from sqlalchemy import Connection, inspect, text
 from sqlmodel import SQLModel
 
 from lsm.errors import ConfigurationError
-from lsm.store import idempotency, metric_counters, tables  # noqa: F401  (registers the tables)
+from lsm.store import idempotency, metric_counters, orders, tables  # noqa: F401  (registers the tables)
 from lsm.store.auth import tables as auth_tables  # noqa: F401  (registers the tables)
 from lsm.store.compliance import tables as compliance_tables  # noqa: F401  (registers the tables)
 from lsm.store.deploy import tables as deploy_tables  # noqa: F401  (registers the tables)

@@ -258,8 +258,15 @@ def desired_records(conn: Connection, env_id: str, claimed: Sequence[Claimed]) -
     """The ``(attributes, requires)`` text each claimed resource runs with: the current stored
     record, or for a removal the last desired one with ``purged`` set (kept on its state row)."""
     out: dict[str, tuple[str, str]] = {c.resource_id: c.removal for c in claimed if c.removal is not None}
-    resource_ids = [c.resource_id for c in claimed if c.removal is None]
-    for part in chunks(resource_ids):
+    out.update(stored_records(conn, env_id, [c.resource_id for c in claimed if c.removal is None]))
+    return out
+
+
+def stored_records(conn: Connection, env_id: str, resource_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The current stored ``(attributes, requires)`` text of each of ``resource_ids`` that the
+    desired state holds (a compliance check, a watch)."""
+    out: dict[str, tuple[str, str]] = {}
+    for part in chunks(list(resource_ids)):
         query = select(ds_resource.c.resource_id, ds_resource.c.attributes, ds_resource.c.requires).where(
             ds_resource.c.resource_id.in_(part),
             ds_resource.c.env_id == env_id,
@@ -269,4 +276,4 @@ def desired_records(conn: Connection, env_id: str, claimed: Sequence[Claimed]) -
     return out
 
 
-__all__ = ["BLOCKING", "WAITING", "Claimed", "claim", "desired_records"]
+__all__ = ["BLOCKING", "WAITING", "Claimed", "claim", "desired_records", "stored_records"]

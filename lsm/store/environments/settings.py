@@ -86,6 +86,12 @@ class EnvironmentSettings(BaseModel):
         le=10_000,
         description="Validation compiles of different trees run together, up to this many.",
     )
+    max_order_items: int = Field(
+        5_000,
+        ge=1,
+        le=10_000,
+        description="The most items one order (POST /lsm/v1/order) may hold; a bigger one is refused whole.",
+    )
 
     expert_mode: bool = Field(
         False,

@@ -2,7 +2,7 @@
 and the counter of checked resources (``lsm_compliance_checks_total``).
 
 Revision ID: 0019
-Revises: 0016
+Revises: 0017
 
 See ``lsm.store.compliance``. A new feature: nothing to carry over from older databases.
 """
