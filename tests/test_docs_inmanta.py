@@ -154,7 +154,7 @@ def command_problem(name: str, words: str) -> str | None:
     command = group.commands.get(name)
     if command is None:
         return "is no command of lsm"
-    options = {opt for param in command.params for opt in param.opts}
+    options = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
     unknown = [w for w in words.split() if w.startswith("--") and w not in options]
     return f"has options the command does not take: {unknown}" if unknown else None
 
