@@ -15,6 +15,7 @@ from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
+from lsm.facade.inventory_search import attribute_matches, identity_search
 from lsm.facade.views import compile_out, event_out, instance_out
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.deploy import BLOCKING_STATUSES, DeploymentProgress, ResourceStatus
@@ -22,6 +23,7 @@ from lsm.schemas.inventory import AllowedTransfer, DiagnosisOut, EventOut, Insta
 from lsm.store.deploy import queries as deploy_queries
 from lsm.store.deploy.queries import DeployState
 from lsm.store.instances import repository as repo
+from lsm.store.instances.search import search_instances
 from lsm.store.tables import EventRow
 
 
@@ -55,16 +57,25 @@ class InventoryReads:
         limit: int = 100,
         offset: int = 0,
         sort: str = "created_at",
+        identity: str | None = None,
+        attributes: list[str] | None = None,
     ) -> list[InstanceOut]:
+        """A page of the entity's instances in ``sort`` order; ``identity``: only those whose
+        identity contains that text (any case); ``attributes``: only those matching every
+        ``name=value`` (``lsm.facade.inventory_search``)."""
         env = self._env(ctx)
         binding = env.binding(entity)
         if limit < 1 or limit > 10_000 or offset < 0:
             raise InvalidInput("limit must be 1..10000 and offset >= 0", limit=limit, offset=offset)
+        contains = identity_search(binding, identity)
+        matches = attribute_matches(binding, attributes)
         with self.core.db.read() as session:
-            rows = repo.list_instances(
+            rows = search_instances(
                 session,
                 env.env_id,
                 binding.name,
+                identity=contains,
+                attributes=matches,
                 states=states,
                 include_deleted=include_deleted,
                 limit=limit,

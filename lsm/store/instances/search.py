@@ -48,7 +48,8 @@ def _attribute_equals(dialect: str, match: AttributeMatch) -> ColumnElement[bool
     wanted = json.dumps(match.value, ensure_ascii=False, separators=(",", ":"))
     if dialect == "postgresql":
         # jsonb -> key is a jsonb value; jsonb equality compares values (1500 = 1500.0)
-        tests = [s.op("->")(literal(match.name, String)) == cast(literal(wanted, String), JSONB) for s in sets]
+        value = cast(literal(wanted, String), JSONB)
+        tests = [s.op("->")(literal(match.name, String)) == value for s in sets]
     else:
         # SQLite's -> gives the value's JSON text, minified: compare it with the value's JSON text
         tests = [s.op("->")(literal(_json_path(match.name), String)) == literal(wanted, String) for s in sets]
