@@ -16,6 +16,7 @@ from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.diagnosis import Diagnosis, Situation, display_name, summary
 from lsm.facade.inventory_search import attribute_matches, identity_search
+from lsm.facade.set_names import set_names
 from lsm.facade.views import compile_out, event_out, instance_out
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.deploy import BLOCKING_STATUSES, DeploymentProgress, ResourceStatus
@@ -149,6 +150,7 @@ class InventoryReads:
             for rid in row["requires"] or []
         }
         blockers = deploy_queries.states_of(session, env.env_id, required) if planned else {}
+        set_name = set_names(session, env.env_id, [record.set_name]).get(record.set_name or "")
         progress = deploy_queries.progress_of(states, record.resource_ids, planned=planned)
         blocking = BLOCKING_STATUSES
         out: list[InstanceResourceOut] = []
@@ -159,6 +161,7 @@ class InventoryReads:
                     InstanceResourceOut(
                         id=rid,
                         set=record.set_name,
+                        set_name=set_name,
                         desired_state_version=record.desired_state_version,
                         status=ResourceStatus.PENDING.value,
                     )
@@ -173,6 +176,7 @@ class InventoryReads:
                 InstanceResourceOut(
                     id=rid,
                     set=record.set_name,
+                    set_name=set_name,
                     desired_state_version=record.desired_state_version,
                     status=row["status"],
                     last_error=row["last_error"],

@@ -71,7 +71,7 @@ def attribute_matches(binding: Binding, texts: list[str] | None) -> list[Attribu
 
 def _value(binding: Binding, name: str, text: str) -> Any:
     """``text`` as the JSON value of attribute ``name`` (``null`` for ``null`` when it may be)."""
-    adapter: TypeAdapter[Any] = TypeAdapter(binding.entity.model_fields[name].annotation)
+    adapter: TypeAdapter[Any] = TypeAdapter(binding.entity.model_fields[name].annotation or Any)
     try:
         value = adapter.validate_json(text)
     except ValidationError:
