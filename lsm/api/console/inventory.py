@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.bounds import field_rules
 from lsm.api.console.forms import read_form
 from lsm.api.console.names import Namer, attributes_of, identity_text, reference_choices
 from lsm.api.console.render import page
@@ -185,7 +186,8 @@ def order_form(request: Request, entity: str) -> Response:
     facades, ctx = get_facades(request), context_of(request)
     found = facades.catalog.get_entity(ctx, entity, summary=False)
     choices = reference_choices(Namer(facades, ctx), found)
-    return page(request, "order.html", entity=found, values={}, error=None, choices=choices)
+    rules = field_rules(facades.catalog.entity_schema(ctx, entity))
+    return page(request, "order.html", entity=found, values={}, error=None, choices=choices, rules=rules)
 
 
 @router.post("/inventory/{entity}")
@@ -203,6 +205,7 @@ async def order(request: Request, entity: str) -> Response:
         if exc.status >= 500:
             raise
         choices = await run_in_threadpool(reference_choices, Namer(facades, ctx), found)
+        rules = field_rules(await run_in_threadpool(facades.catalog.entity_schema, ctx, entity))
         return page(
             request,
             "order.html",
@@ -211,6 +214,7 @@ async def order(request: Request, entity: str) -> Response:
             values=values,
             error=error_view(exc),
             choices=choices,
+            rules=rules,
         )
     return RedirectResponse(f"/inventory/{entity}/{created.id}", status_code=303)
 
