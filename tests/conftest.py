@@ -134,6 +134,7 @@ SLOW = (
     "tests/console/test_operations_browser.py",  # chromium
     "tests/console/test_readable_browser.py",  # chromium
     "tests/console/test_disclosure_browser.py",  # chromium
+    "tests/console/test_form_bounds_browser.py::test_the_order_form_checks",  # chromium
     "tests/services/test_scheduler.py",  # a cron schedule waited for in real time
     "tests/compiler/test_batched_validation.py",  # a property search over batched validation rounds
     "tests/compiler/test_compile_isolation.py",  # compile processes blocked, starved and killed

@@ -152,10 +152,9 @@ def test_lsm_resources_piped_prints_one_resource_per_line_at_80_columns(
         piped = subprocess.run(line, shell=True, capture_output=True, text=True, env=env, check=False)
 
     assert piped.returncode == 0, piped.stderr
-    title, header, *rows = piped.stdout.splitlines()
-    assert title == "resources"
-    assert header.split("\t")[:3] == ["id", "agent", "status"]
+    rows = piped.stdout.splitlines()  # records only: no title, no header
     assert sorted(row.split("\t")[0] for row in rows) == sorted(LONG_IDS)  # one line each, ids whole
+    assert all(row.split("\t")[3] == "(shared)" for row in rows)  # the set, named
     assert all(row.split("\t")[2] == "failed" and row.endswith("unreachable") for row in rows)
     assert max(len(row) for row in rows) > 80  # not folded to the width it was given
 
@@ -182,4 +181,6 @@ def test_a_fitted_table_drops_or_cuts_the_last_columns_and_shortens_ids() -> Non
         assert uuid[:8] in text and uuid not in text
         assert all(len(line) <= width for line in text.splitlines())
         assert sum(uuid[:8] in line for line in text.splitlines()) == 1  # the row is one line
-    assert layout.plain_lines(table) == ["things", "id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]
+    assert layout.plain_lines(table) == [f"{uuid}\tshort\t{'x' * 60}"]  # the record alone
+    section = ["things", "id\tname\tnote", f"{uuid}\tshort\t{'x' * 60}"]  # a part after the first
+    assert layout.plain_lines(table, section=True) == section

@@ -140,12 +140,24 @@ def test_a_table_piped_at_80_columns_is_one_plain_line_per_record(url: str) -> N
     for extra in ((), ("-o", "table")):
         lines = run(url, "instance", "list", "note", *extra, columns=80).stdout.splitlines()
 
-        assert lines[0] == "note instances"  # the title
-        assert lines[1].split("\t") == ["id", "state", "version", "owner", "attributes"]
-        assert len(lines) == 2 + len(notes)  # title and header, then one line per record
-        assert sorted(line.split("\t")[0] for line in lines[2:]) == sorted(n["id"] for n in notes)
+        assert len(lines) == len(notes)  # one line per record, no title, no header
+        assert sorted(line.split("\t")[0] for line in lines) == sorted(n["id"] for n in notes)
+        assert all(len(line.split("\t")) == 5 for line in lines)  # id, state, version, owner, attributes
         assert not any(char in "".join(lines) for char in "│┃━─…")
-        assert all("longish-title" in line for line in lines[2:])
+        assert all("longish-title" in line for line in lines)
+
+
+def test_a_search_piped_is_its_records_and_an_empty_one_no_line(url: str) -> None:
+    notes = _notes(url, 3)
+    found = run(url, "instance", "list", "note", "--identity", "NOTE-1", "--sort", "-identity").stdout
+    tagged = run(url, "instance", "list", "note", "--where", "title=note-2-with-a-longish-title").stdout
+    nothing = run(url, "instance", "list", "note", "--where", "priority=7")
+
+    assert [line.split("\t")[0] for line in found.splitlines()] == [notes[1]["id"]]
+    assert [line.split("\t")[0] for line in tagged.splitlines()] == [notes[2]["id"]]
+    assert nothing.stdout == ""  # not even "(none)"
+    refused = CliRunner().invoke(app, ["instance", "list", "note", "--where", "priority=high", "--url", url])
+    assert refused.exit_code != 0 and "attribute" in refused.stderr
 
 
 def test_output_json_and_yaml_hold_the_same_records_as_json(url: str) -> None:

@@ -26,6 +26,7 @@ from lsm.api.disclosure import shown_diagnosis, shown_event
 from lsm.api.params import CurrentVersion, EntityName, IdempotencyKey, InstanceRef, Offset
 from lsm.api.responses import CHANGE, READ, errors, model_json
 from lsm.api.write_lane import run_change
+from lsm.facade.inventory_search import MAX_ATTRIBUTE_MATCHES, MAX_MATCH_VALUE_LENGTH
 from lsm.schemas.auth import Role
 from lsm.schemas.bulk import BulkRequest, BulkResult
 from lsm.schemas.inventory import (
@@ -37,7 +38,7 @@ from lsm.schemas.inventory import (
     SetStateRequest,
     UpdateInstance,
 )
-from lsm.schemas.limits import MAX_NAME_LENGTH
+from lsm.schemas.limits import MAX_IDENTITY_LENGTH, MAX_NAME_LENGTH
 
 router = APIRouter(
     prefix="/lsm/v1/service_inventory",
@@ -45,6 +46,9 @@ router = APIRouter(
     dependencies=[require(Role.VIEWER, write=Role.OPERATOR)],
     responses=errors(*READ),
 )
+
+#: the longest ``attribute`` parameter: a name, ``=`` and a value
+MAX_MATCH_LENGTH = MAX_NAME_LENGTH + 1 + MAX_MATCH_VALUE_LENGTH
 
 _REF = "an instance id, or <identity_attr>=<value>"
 
@@ -90,9 +94,32 @@ def list_instances(
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     offset: Offset = 0,
-    sort: Annotated[str, Query(max_length=MAX_NAME_LENGTH)] = "created_at",
+    sort: Annotated[
+        str,
+        Query(
+            max_length=MAX_NAME_LENGTH,
+            description="created_at, last_updated, state, version, id or identity; "
+            "-key or key.desc: descending.",
+        ),
+    ] = "created_at",
+    identity: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_IDENTITY_LENGTH,
+            description="Only instances whose identity contains this (any case).",
+        ),
+    ] = None,
+    attribute: Annotated[
+        list[Annotated[str, StringConstraints(max_length=MAX_MATCH_LENGTH)]] | None,
+        Query(
+            description="Only instances whose attribute equals the value, as name=value, in the candidate "
+            f"or the active set (repeatable, at most {MAX_ATTRIBUTE_MATCHES}; all must match).",
+            max_length=MAX_ATTRIBUTE_MATCHES,
+        ),
+    ] = None,
 ) -> list[InstanceOut]:
-    """The entity's instances; deleted ones only with ``include_deleted``."""
+    """The entity's instances; deleted ones only with ``include_deleted``; searched by ``identity``
+    and ``attribute``."""
     return facades.inventory.list_instances(
         ctx,
         entity,
@@ -101,6 +128,8 @@ def list_instances(
         limit=limit,
         offset=offset,
         sort=sort,
+        identity=identity,
+        attributes=attribute or None,
     )
 
 

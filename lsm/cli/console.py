@@ -36,18 +36,40 @@ class _Output(Console):
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
 
+    #: the invocation (its shared options) whose printed parts ``_parts`` counts
+    _answer: object = None
+    _parts = 0
+
+    def _part(self) -> bool:
+        """Count a part of the running invocation's answer; whether one came before it."""
+        from lsm.cli.options import current
+
+        options = current()
+        if self._answer is not options:  # a new invocation
+            self._answer, self._parts = options, 0
+        self._parts += 1
+        return self._parts > 1
+
+    def note(self, text: str) -> None:
+        """A line for a person about the answer (``(none)``): on a terminal only, since off one
+        only records are written (``lsm.cli.layout``): an empty listing is no line at all."""
+        if self.is_terminal:
+            super().print(text)
+
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """Print as rich does, each table laid out for where it goes (``lsm.cli.layout``)."""
         from rich.table import Table
 
         from lsm.cli.layout import arrange
-        from lsm.cli.options import wide_requested
+        from lsm.cli.options import current
 
         if not any(isinstance(item, Table) for item in objects):
+            self._part()
             super().print(*objects, **kwargs)
             return
         for item in objects:
-            shown = arrange(item, self, wide=wide_requested())
+            section = self._part()
+            shown = arrange(item, self, wide=current().wide, section=section)
             if isinstance(shown, list):
                 # written as they are: rich would expand the tabs that separate the cells
                 self.file.write("".join(f"{line}\n" for line in shown))
@@ -55,5 +77,5 @@ class _Output(Console):
                 super().print(shown, **kwargs)
 
 
-out: Console = _Output(highlight=False)
+out = _Output(highlight=False)
 err = Console(stderr=True, highlight=False)

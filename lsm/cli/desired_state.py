@@ -60,18 +60,34 @@ def show_versions(
 
     def show(data: Any) -> None:
         if isinstance(data, dict):
-            render.print_key_values(out, data, title=f"desired state {version}")
+            render.print_key_values(out, _named(data), title=f"desired state {version}")
             return
         if not data:
-            out.print("[dim](none)[/]")
+            out.note("[dim](none)[/]")
             return
-        columns = tuple(dict.fromkeys(k for row in data for k in row))
+        rows = [_named(row) for row in data]
+        columns = tuple(dict.fromkeys(k for row in rows for k in row))
         table = render.table(None, columns)
-        for row in data:
+        for row in rows:
             table.add_row(*(render.cell(row.get(c)) for c in columns))
         out.print(table)
 
     call(ctx, request, show)
+
+
+def _named(row: dict[str, Any]) -> dict[str, Any]:
+    """A version or a resource with its sets named as a person names them (``render.set_label``):
+    set ids become names where the answer gives them, and the names map is not shown again."""
+    names = row.get("set_names") or {}
+    shown = {k: v for k, v in row.items() if k not in ("set_names", "set_name")}
+    if "set" in row:
+        shown["set"] = render.set_label(row["set"], row.get("set_name"))
+    for key in ("sets_replaced", "sets_deleted"):
+        if isinstance(row.get(key), list):
+            shown[key] = [render.set_label(s, names) for s in row[key]]
+    if isinstance(row.get("sets"), dict):
+        shown["sets"] = {render.set_label(s, names): ids for s, ids in row["sets"].items()}
+    return shown
 
 
 _CHANGE_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
@@ -94,7 +110,7 @@ def diff_versions(
         for s in data["sets"]:
             style = _CHANGE_STYLE.get(s["change"], "")
             sets.add_row(
-                escape(s["name"]),
+                escape(render.set_label(s["name"], s.get("set_name"))),
                 f"[{style}]{s['change']}[/]",
                 str(s["before_count"]),
                 str(s["after_count"]),
@@ -104,9 +120,10 @@ def diff_versions(
         for r in data["resources"]:
             style = _CHANGE_STYLE.get(r["change"], "")
             side = r["after"] or r["before"] or {}
-            place = side.get("set") or "(shared)"
+            place = render.set_label(side.get("set"), side.get("set_name"))
             if r["before"] and r["after"] and r["before"].get("set") != r["after"].get("set"):
-                place = f"{r['before'].get('set') or '(shared)'} -> {place}"
+                before = r["before"]
+                place = f"{render.set_label(before.get('set'), before.get('set_name'))} -> {place}"
             table.add_row(
                 escape(r["id"]),
                 f"[{style}]{r['change']}[/]",

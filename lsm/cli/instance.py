@@ -117,13 +117,41 @@ def instance_list(
     ] = False,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
     offset: Annotated[int, typer.Option(help="Skip this many.")] = 0,
-    sort: Annotated[str, typer.Option(help="Sort key, e.g. created_at or state.")] = "created_at",
+    sort: Annotated[
+        str,
+        typer.Option(
+            help="Sort key: created_at, last_updated, state, version, id or identity; -key: descending."
+        ),
+    ] = "created_at",
+    identity: Annotated[
+        str | None, typer.Option("--identity", help="Only those whose identity contains this (any case).")
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            help="Only those whose attribute equals the value, NAME=VALUE (repeatable, all must match).",
+        ),
+    ] = None,
 ) -> None:
-    """The entity's instances."""
+    """The entity's instances, searched by identity and attribute, sorted."""
+    matches: dict[str, str] = {}
+    for item in where or []:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--where")
+        matches[name] = value
     call(
         ctx,
         lambda c: c.list_instances(
-            entity, states=state, include_deleted=include_deleted, limit=limit, offset=offset, sort=sort
+            entity,
+            states=state,
+            include_deleted=include_deleted,
+            limit=limit,
+            offset=offset,
+            sort=sort,
+            identity=identity,
+            attributes=matches or None,
         ),
         lambda instances: out.print(instances_table(instances, f"{entity} instances")),
     )

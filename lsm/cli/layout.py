@@ -5,10 +5,13 @@ Why here and not in each command: a command builds one rich table with every col
 (``lsm.cli.render.table``) and prints it on ``lsm.cli.console.out``; ``out`` hands every table
 to ``arrange``, so every listing obeys the same three rules:
 
-* **Not a terminal** (a pipe, a file, ``-o table | cat``): plain text, one record per line, the
-  table's title and header first (a command may print several tables, and the title says
-  which), cells separated by a tab, no box drawing, full ids, never wrapped whatever the
-  width, so that ``grep``, ``cut -f`` and ``wc -l`` see a row as one line.
+* **Not a terminal** (a pipe, a file, ``-o table | cat``): plain text, ONE RECORD PER LINE and
+  nothing else: no title, no header line, cells separated by a tab, no box drawing, full ids,
+  never wrapped whatever the width, so that ``grep``, ``cut -f`` and ``wc -l`` see the records
+  and only them (``-o json`` names the fields). The one exception is an answer in several
+  parts (``resources show``: the resource, its attributes, its actions; ``instance show``): a
+  table after the first part is a *section*, written with its title and its header first, so
+  that the parts can be told apart and their columns read.
 * **A terminal**: ids (UUIDs) are shown short (their first ``SHORT_ID`` characters), and the
   columns that do not fit are dropped, the last first (a command lists its columns most
   important first), the first of them kept shortened with an ellipsis when there is room for
@@ -59,19 +62,20 @@ def plain(value: Any) -> str:
     return " ".join(text.replace("\t", " ").splitlines())
 
 
-def plain_lines(table: Table) -> list[str]:
-    """A table as plain lines: its title (if it has one), its header (if it has one), then one
-    line per row, tab-separated; a table set in a cell (a grid of tables) as its own lines."""
+def plain_lines(table: Table, *, section: bool = False) -> list[str]:
+    """A table as plain lines: one line per row, tab-separated; its title and header first only
+    when it is a ``section`` (not the first part of the answer); a table set in a cell (a grid
+    of tables) as its own lines, each a section."""
     from rich.table import Table
 
     columns = table.columns
-    lines = [plain(table.title)] if table.title else []
-    if table.show_header:
+    lines = [plain(table.title)] if section and table.title else []
+    if section and table.show_header:
         lines.append("\t".join(plain(column.header) for column in columns))
     for row in zip(*(list(column.cells) for column in columns), strict=True):
         nested = [cell for cell in row if isinstance(cell, Table)]
         if nested:
-            lines.extend(line for inner in nested for line in plain_lines(inner))
+            lines.extend(line for inner in nested for line in plain_lines(inner, section=True))
         else:
             lines.append("\t".join(plain(cell) for cell in row))
     return lines
@@ -137,15 +141,18 @@ def fitted(table: Table, width: int) -> Table:
     return made
 
 
-def arrange(renderable: RenderableType, console: Console, *, wide: bool) -> RenderableType | list[str]:
-    """What ``console`` prints for ``renderable``: plain lines off a terminal when it is a table,
-    a fitted table on a terminal (unless ``wide``), anything else as it is."""
+def arrange(
+    renderable: RenderableType, console: Console, *, wide: bool, section: bool = False
+) -> RenderableType | list[str]:
+    """What ``console`` prints for ``renderable``: plain lines off a terminal when it is a table
+    (its title and header first when it is a ``section``: not the answer's first part), a
+    fitted table on a terminal (unless ``wide``), anything else as it is."""
     from rich.table import Table
 
     if not isinstance(renderable, Table):
         return renderable
     if not console.is_terminal:
-        return plain_lines(renderable)
+        return plain_lines(renderable, section=section)
     if wide or not renderable.show_header:
         return renderable
     return fitted(renderable, console.width)

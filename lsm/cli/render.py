@@ -76,6 +76,16 @@ def first_line(value: Any) -> str:
     return escape(lines[0] if lines else "")
 
 
+def set_label(set_id: str | None, names: dict[str, str] | str | None = None) -> str:
+    """A resource set as a person names it: its root's entity and identity (``router 10.0.0.1``,
+    the API's ``set_name``), else its id; ``(shared)`` for the shared set. ``names``: the
+    answer's ``set_name``, or its ``set_names`` map."""
+    if not set_id:
+        return "(shared)"
+    name = names.get(set_id) if isinstance(names, dict) else names
+    return name or set_id
+
+
 def table(title: str | None, columns: tuple[str, ...] | list[str]) -> Table:
     """A listing: a header per column, every column folding, none cut (see the module docstring)."""
     from rich.table import Table

@@ -58,13 +58,14 @@ def resources_list(
     def show(resources: list[dict[str, Any]]) -> None:
         table = render.table(
             "resources",
-            ("id", "agent", "status", "version", "deployed", "tries", "last action", "at", "error"),
+            ("id", "agent", "status", "set", "version", "deployed", "tries", "last action", "at", "error"),
         )
         for r in resources:
             table.add_row(
                 escape(r["id"]),
                 escape(r["agent"]),
                 status_cell(r["status"]),
+                escape(render.set_label(r.get("set"), r.get("set_name"))),
                 render.cell(r.get("version")),
                 render.cell(r.get("last_deployed_version")),
                 render.cell(r.get("attempts") or None),
@@ -74,7 +75,7 @@ def resources_list(
             )
         out.print(table)
         if not resources:
-            out.print("[dim](none)[/]")
+            out.note("[dim](none)[/]")
 
     call(
         ctx,
@@ -102,6 +103,7 @@ def resources_show(
     def show(data: dict[str, Any]) -> None:
         resource = dict(data["resource"])
         attributes = resource.pop("attributes", None) or {}
+        resource["set"] = render.set_label(resource.get("set"), resource.pop("set_name", None))
         render.print_key_values(out, resource, title="resource")
         if attributes:
             render.print_key_values(out, attributes, title="desired attributes")

@@ -10,6 +10,7 @@ of it. The type parameters carry that difference, so that ``Client().catalog()``
 
 from __future__ import annotations
 
+import json
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -164,11 +165,22 @@ class Routes(ABC, Generic[ObjT, ListT]):
         limit: int = 100,
         offset: int = 0,
         sort: str = "created_at",
+        identity: str | None = None,
+        attributes: dict[str, Any] | None = None,
     ) -> ListT:
-        """The entity's instances, optionally only those in ``states``."""
+        """The entity's instances, optionally only those in ``states``, whose identity contains
+        ``identity`` (any case) and whose attributes equal every value of ``attributes``
+        (a value that is not a string is sent as JSON: ``{"mtu": 1500}``)."""
         params: dict[str, Any] = {"limit": limit, "offset": offset, "sort": sort}
         if states:
             params["state"] = list(states)
+        if identity:
+            params["identity"] = identity
+        if attributes:
+            params["attribute"] = [
+                f"{name}={value if isinstance(value, str) else json.dumps(value)}"
+                for name, value in attributes.items()
+            ]
         if include_deleted:
             params["include_deleted"] = "true"
         return self._many(Request("GET", f"/lsm/v1/service_inventory/{_seg(entity)}", params=params))

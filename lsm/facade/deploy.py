@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sqlmodel import Session
+
 from lsm.deploy.dryrun import default_state_dir, dry_run
 from lsm.deploy.jail import Jail
 from lsm.errors import InvalidInput, UnknownResource
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.scope import check_selection
+from lsm.facade.set_names import set_names
 from lsm.schemas.deploy import (
     DeployRequest,
     DeployResult,
@@ -30,6 +33,12 @@ from lsm.schemas.deploy import (
 )
 from lsm.store.deploy import queries as queries
 from lsm.store.deploy.scope import instance_resource_ids
+
+
+def _named(session: Session, env_id: str, resources: list[ResourceOut]) -> list[ResourceOut]:
+    """``resources`` with each one's ``set_name`` (``lsm.facade.set_names``), in one read."""
+    names = set_names(session, env_id, (r.set for r in resources))
+    return [r.model_copy(update={"set_name": names.get(r.set)}) if r.set in names else r for r in resources]
 
 
 def _no_wake(_env_id: str) -> None:
@@ -78,7 +87,7 @@ class DeployFacade:
         self._page(limit, offset)
         env_id = self._env_id(ctx)
         with self.core.db.read() as session:
-            return queries.list_resources(
+            found = queries.list_resources(
                 session,
                 env_id,
                 agent=agent,
@@ -87,15 +96,17 @@ class DeployFacade:
                 limit=limit,
                 offset=offset,
             )
+            return _named(session, env_id, found)
 
     def get_resource(self, ctx: RequestContext, resource_id: str) -> ResourceOut:
         """One resource with its desired attributes; ``UnknownResource`` (404) naming the id."""
         env_id = self._env_id(ctx)
         with self.core.db.read() as session:
             found = queries.get_resource(session, env_id, resource_id)
-        if found is None:
+            named = _named(session, env_id, [found]) if found is not None else []
+        if not named:
             raise UnknownResource(f"no resource {resource_id!r} in this environment", resource_id=resource_id)
-        return found
+        return named[0]
 
     def resource_actions(
         self, ctx: RequestContext, resource_id: str, *, limit: int = 50, offset: int = 0

@@ -18,6 +18,7 @@ from lsm.errors import InvalidInput
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
 from lsm.facade.halts import no_wake
+from lsm.facade.set_names import set_names
 from lsm.model.resource_id import parse_resource_id
 from lsm.schemas.desired_state import (
     DesiredStateDiffOut,
@@ -32,7 +33,6 @@ from lsm.schemas.desired_state import (
 )
 from lsm.store import audit
 from lsm.store.compiles.requests import notify_work
-from lsm.store.instances.names import entity_and_identity
 
 
 class DesiredStateFacade:
@@ -70,7 +70,7 @@ class DesiredStateFacade:
             notify_work(session, env_id)  # agents of other processes (PostgreSQL) plan it now
         self.wake(env_id)
         self.core.changes.notify(env_id)
-        return _version_out(info)
+        return _version_out(info, self._set_names(env_id, [*info.sets_replaced, *info.sets_deleted]))
 
     def _env_id(self, ctx: RequestContext) -> str:
         return self.core.environments.context(ctx.environment).env_id
@@ -78,8 +78,10 @@ class DesiredStateFacade:
     def list_desired_states(
         self, ctx: RequestContext, *, limit: int = 50, offset: int = 0
     ) -> list[DesiredStateVersionOut]:
-        versions = self.core.store.list_versions(self._env_id(ctx), limit=limit, offset=offset)
-        return [_version_out(v) for v in versions]
+        env_id = self._env_id(ctx)
+        versions = self.core.store.list_versions(env_id, limit=limit, offset=offset)
+        names = self._set_names(env_id, [s for v in versions for s in (*v.sets_replaced, *v.sets_deleted)])
+        return [_version_out(v, names) for v in versions]
 
     def set_names(self, ctx: RequestContext, set_ids: list[str]) -> dict[str, str]:
         """Each set's name for a person: its root instance's entity and identity (or short id)."""
@@ -89,19 +91,15 @@ class DesiredStateFacade:
         if not set_ids:
             return {}
         with self.core.db.read() as session:
-            found = entity_and_identity(session, env_id, set_ids)
-        return {
-            i: f"{entity} {identity if identity is not None else i[:8]}"
-            for i, (entity, identity) in found.items()
-        }
+            return set_names(session, env_id, set_ids)
 
     def desired_state(self, ctx: RequestContext, version: int) -> DesiredStateOut:
         env_id = self._env_id(ctx)
         info = self.core.store.get_version(env_id, version)
         content = self.core.store.content(env_id, version)
-        header = _version_out(info).model_dump()
-        names = self._set_names(env_id, list(content.sets))
-        return DesiredStateOut(**header, sets=content.sets, shared=content.shared, set_names=names)
+        names = self._set_names(env_id, [*content.sets, *info.sets_replaced, *info.sets_deleted])
+        header = _version_out(info, names).model_dump() | {"set_names": names}
+        return DesiredStateOut(**header, sets=content.sets, shared=content.shared)
 
     def desired_state_resources(
         self, ctx: RequestContext, version: int, *, set_name: str | None = None
@@ -217,7 +215,9 @@ def _side(
     )
 
 
-def _version_out(info: VersionInfo) -> DesiredStateVersionOut:
+def _version_out(info: VersionInfo, names: dict[str, str]) -> DesiredStateVersionOut:
+    """The header of ``info``, its sets named from ``names`` (set id -> name)."""
+    named = {*info.sets_replaced, *info.sets_deleted}
     return DesiredStateVersionOut(
         version=info.number,
         kind=info.kind,
@@ -227,4 +227,5 @@ def _version_out(info: VersionInfo) -> DesiredStateVersionOut:
         sets_replaced=info.sets_replaced,
         sets_deleted=info.sets_deleted,
         resource_count=info.resource_count,
+        set_names={k: v for k, v in names.items() if k in named},
     )

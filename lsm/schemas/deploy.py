@@ -78,6 +78,9 @@ class ResourceOut(BaseModel):
     type: str
     agent: str
     set: str | None = Field(None, description="The resource set (the tree's root id); null: shared.")
+    set_name: str | None = Field(
+        None, description="The set's name for a person: its root's entity and identity (router 10.0.0.1)."
+    )
     status: ResourceStatus
     version: int = Field(description="The newest desired-state version that changed its desired attributes.")
     last_deployed_version: int | None = None

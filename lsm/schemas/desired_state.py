@@ -20,16 +20,17 @@ class DesiredStateVersionOut(BaseModel):
     sets_replaced: list[str]
     sets_deleted: list[str]
     resource_count: int
-
-
-class DesiredStateOut(DesiredStateVersionOut):
-    """A version with its resource sets (set name -> resource ids) and the shared resource ids."""
-
-    sets: dict[str, list[str]]
-    shared: list[str]
     #: each set's name for a person: its root instance's entity and identity (``router 10.0.0.1``),
     #: or entity and short id when the entity has no identity; a set whose root is unknown: absent
     set_names: dict[str, str] = {}
+
+
+class DesiredStateOut(DesiredStateVersionOut):
+    """A version with its resource sets (set name -> resource ids) and the shared resource ids;
+    ``set_names`` names every set it holds, replaced or deleted."""
+
+    sets: dict[str, list[str]]
+    shared: list[str]
 
 
 class DesiredStateResourceOut(BaseModel):

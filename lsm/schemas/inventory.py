@@ -92,6 +92,8 @@ class InstanceResourceOut(BaseModel):
 
     id: str
     set: str | None
+    #: the set's name for a person: its root's entity and identity (``router 10.0.0.1``)
+    set_name: str | None = None
     desired_state_version: int
     status: str | None = Field(None, description="Its deploy status; null until the engine planned it.")
     last_error: str | None = None

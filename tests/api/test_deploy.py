@@ -269,3 +269,28 @@ def test_dry_run_reports_the_changes_writes_nothing_and_logs_each_resource(
 def test_dry_run_without_a_desired_state_reports_nothing(http: httpx.Client) -> None:
     result = http.post("/api/v1/deploy", json={"dry_run": True}).json()
     assert result == {"version": None, "dry_run": True, "scheduled": 0, "resources": []}
+
+
+# -- sets named by their root ---------------------------------------------------------------------------
+def test_every_answer_with_a_set_id_names_the_set_by_its_roots_entity_and_identity(
+    engine: ApiRuntime, http: httpx.Client
+) -> None:
+    box = http.post("/lsm/v1/service_inventory/box", json={"attributes": {"name": "b1"}}).json()
+    mine, shared = rid("net::Host", "a1", "h1"), rid("net::Host", "a1", "h0")
+    seed_states(engine.db, env_id(engine), [state(mine, set_name=box["id"]), state(shared)])
+    seed_instance(engine.db, env_id(engine), box["id"], [mine])
+    record = ResourceRecord(mine, {"agent": "a1"})
+    engine.store.export(env_id(engine), ExportRequest(kind="full", sets={box["id"]: [record]}))
+
+    listed = {r["id"]: r for r in http.get("/api/v1/resources").json()}
+    one = http.get(f"/api/v1/resources/{quote(mine, safe='')}").json()
+    of_instance = http.get(f"/lsm/v1/service_inventory/box/{box['id']}/resources").json()
+    versions = http.get("/api/v1/desired_state").json()
+    version = http.get(f"/api/v1/desired_state/{versions[0]['version']}").json()
+
+    assert (listed[mine]["set"], listed[mine]["set_name"]) == (box["id"], "box b1")
+    assert (listed[shared]["set"], listed[shared]["set_name"]) == (None, None)
+    assert one["set_name"] == "box b1"
+    assert [(r["set"], r["set_name"]) for r in of_instance] == [(box["id"], "box b1")]
+    assert versions[0]["sets_replaced"] == [box["id"]] and versions[0]["set_names"] == {box["id"]: "box b1"}
+    assert version["set_names"] == {box["id"]: "box b1"}

@@ -162,7 +162,7 @@ def test_the_inventory_filters_by_state_finds_by_identity_and_pages(engine: ApiR
         by_id = (await client.get("/inventory/note", params={"q": ids[4]})).text
         assert ids[4] in by_id and ids[3] not in by_id
         nothing = (await client.get("/inventory/note", params={"q": "nope"})).text
-        assert "No note has the id" in nothing
+        assert "No note has the id or a title containing" in nothing
         pages = [
             (await client.get("/inventory/note", params={"limit": 2, "offset": start})).text
             for start in (0, 2, 4)
@@ -171,6 +171,45 @@ def test_the_inventory_filters_by_state_finds_by_identity_and_pages(engine: ApiR
         assert sorted(i for page in shown for i in page) == sorted(ids)
         assert [len(page) for page in shown] == [2, 2, 1]
         assert 'rel="next"' in pages[0] and 'rel="next"' not in pages[2] and 'rel="prev"' in pages[2]
+
+    run(engine, scenario)
+
+
+def test_the_inventory_searches_identity_and_attribute_on_the_server_and_sorts(engine: ApiRuntime) -> None:
+    ids = notes(engine, "alpha-1", "zALPHA-2", "beta-1", "gamma")
+    for n in (0, 2):
+        engine.facades.inventory.update_instance(
+            LOCAL, "note", ids[n], current_version=1, attributes={"priority": 7}
+        )
+
+    def order(html: str) -> list[str]:
+        return [
+            i
+            for _, i in sorted(
+                (html.index(f'data-instance="{i}"'), i) for i in ids if f'data-instance="{i}"' in html
+            )
+        ]
+
+    async def scenario(client: httpx.AsyncClient) -> None:
+        part = (await client.get("/inventory/note", params={"q": "ALPHA", "sort": "-identity"})).text
+        assert order(part) == [ids[1], ids[0]]  # a part of the title, any case, sorted descending
+        seven = (await client.get("/inventory/note", params={"where": "priority", "equals": "7"})).text
+        assert order(seven) == [ids[0], ids[2]]
+        both = (
+            await client.get("/inventory/note", params={"q": "1", "where": "priority", "equals": "7"})
+        ).text
+        assert order(both) == [ids[0], ids[2]]
+        none = (
+            await client.get("/inventory/note", params={"q": "alpha", "where": "priority", "equals": "0"})
+        ).text
+        assert order(none) == [ids[1]]
+        for params, field in (
+            ({"where": "colour", "equals": "red"}, "colour"),
+            ({"where": "priority", "equals": "high"}, "priority"),
+            ({"sort": "colour"}, "sort"),
+        ):
+            refused = await client.get("/inventory/note", params=params)
+            assert refused.status_code == 422 and field in refused.text, refused.text[:300]
 
     run(engine, scenario)
 

@@ -125,6 +125,8 @@ def _resource_row(change: ResourceChangeOut) -> dict[str, Any]:
         "change": change,
         "set_before": change.before.set if change.before else None,
         "set_after": change.after.set if change.after else None,
+        "name_before": change.before.set_name if change.before else None,
+        "name_after": change.after.set_name if change.after else None,
         "attributes": [
             {
                 "name": name,

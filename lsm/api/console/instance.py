@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from lsm.api.access import Scope, check
+from lsm.api.console.bounds import field_rules
 from lsm.api.console.drawing import owner_tree_svg
 from lsm.api.console.forms import read_form
 from lsm.api.console.inventory import error_view
@@ -101,6 +102,7 @@ def instance_view(facades: Facades, ctx: RequestContext, entity: str, ref: str) 
         "seen": json.dumps(editable, sort_keys=True),
         "values": {a.name: field_text(a, editable.get(a.name)) for a in found.attributes},
         "owner_svg": owner_tree_svg(facades, ctx, entity, instance.id) if (owner or owned) else None,
+        "rules": field_rules(facades.catalog.entity_schema(ctx, entity)),
     }
 
 

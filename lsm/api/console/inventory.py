@@ -1,14 +1,16 @@
 """Console pages of an entity's inventory: the list (``/inventory/{entity}``) and the order form.
 
-The list filters by state, finds an instance by its id or identity value (an indexed lookup,
-never a scan), pages with ``limit``/``offset``, and refreshes itself from the event stream
-(``static/console.js``). The order form posts to ``POST /inventory/{entity}``, which calls
-``InventoryFacade.create_instance`` exactly as the API does; a refused order shows the form again
-with the engine's typed error naming the attribute.
+The list filters by state, searches by id, by identity (a part of it, any case) and by one
+attribute's value through the API's search (``InventoryFacade.list_instances``: the server
+searches, not the page), sorts on the server, pages with ``limit``/``offset``, and refreshes
+itself from the event stream (``static/console.js``). The order form posts to
+``POST /inventory/{entity}``, which calls ``InventoryFacade.create_instance`` exactly as the API
+does; a refused order shows the form again with the engine's typed error naming the attribute.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from lsm.api.console.bounds import field_rules
 from lsm.api.console.forms import read_form
 from lsm.api.console.names import Namer, attributes_of, identity_text, reference_choices
 from lsm.api.console.render import page
@@ -29,6 +32,7 @@ from lsm.facade import RequestContext
 from lsm.schemas.auth import Role
 from lsm.schemas.catalog import EntityOut
 from lsm.schemas.inventory import InstanceOut
+from lsm.schemas.limits import MAX_IDENTITY_LENGTH
 
 router = APIRouter(
     include_in_schema=False,
@@ -37,6 +41,9 @@ router = APIRouter(
 )
 
 PAGE_SIZES = (20, 50, 100, 200)
+
+#: an instance id as typed in the search box: looked up by id before any identity search
+_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -59,22 +66,31 @@ def entities(request: Request) -> Response:
     return page(request, "overview.html", entities=found)  # the counts per state: the overview's point
 
 
-def _search(request: Request, entity: EntityOut, query: str) -> list[InstanceOut]:
-    """The instance whose id or identity value is exactly ``query`` (none: an empty list)."""
-    inventory = get_facades(request).inventory
-    ctx = context_of(request)
-    refs = [query] + ([f"{entity.identity}={query}"] if entity.identity else [])
-    for ref in refs:
-        try:
-            return [inventory.get_instance(ctx, entity.name, ref)]
-        except (UnknownInstance, InvalidInput):
-            continue
-    return []
+#: the sorts the inventory page offers (the API's ``sort``; ``-key``: descending)
+SORTS = ("created_at", "-created_at", "identity", "-identity", "state", "-state", "-last_updated", "-version")
+
+
+def _by_id(request: Request, entity: EntityOut, query: str) -> list[InstanceOut]:
+    """The instance whose id is exactly ``query`` (none: an empty list)."""
+    try:
+        return [get_facades(request).inventory.get_instance(context_of(request), entity.name, query)]
+    except (UnknownInstance, InvalidInput):
+        return []
+
+
+def _match(request: Request, entity: EntityOut) -> tuple[str, str]:
+    """The attribute search of the page (``where`` = ``equals``), checked: a 422 naming it."""
+    where = request.query_params.get("where", "").strip()
+    equals = request.query_params.get("equals", "")
+    if where and where not in {a.name for a in entity.attributes}:
+        raise InvalidInput(f"{entity.name} has no attribute {where[:80]!r}", field="where")
+    return where, equals
 
 
 @router.get("/inventory/{entity}")
 def instances(request: Request, entity: str) -> Response:
-    """The instances of ``entity``: state filter, identity search, paging, live refresh."""
+    """The instances of ``entity``: state filter, search by identity and by attribute (the API's
+    search, on the server), sort, paging, live refresh."""
     facades = get_facades(request)
     ctx = context_of(request)
     found = facades.catalog.get_entity(ctx, entity, summary=False)
@@ -85,21 +101,33 @@ def instances(request: Request, entity: str) -> Response:
     unknown = [s for s in states if s not in known]
     if unknown:
         raise InvalidInput(f"unknown state(s) {unknown} for lifecycle {found.lifecycle.name}", field="state")
-    query = request.query_params.get("q", "").strip()[:500]
-    if query:
-        rows, more = _search(request, found, query), False
-    else:
+    query = request.query_params.get("q", "").strip()[:MAX_IDENTITY_LENGTH]
+    where, equals = _match(request, found)
+    sort = request.query_params.get("sort") or "created_at"
+    if sort not in SORTS:
+        raise InvalidInput(f"sort must be one of {', '.join(SORTS)}", field="sort")
+    rows = _by_id(request, found, query) if query and _ID.fullmatch(query) else []
+    more = False
+    if not rows and (not query or found.identity):  # text that is no id searches the identity
         rows = facades.inventory.list_instances(
-            ctx, entity, states=states or None, limit=limit + 1, offset=offset
+            ctx,
+            entity,
+            states=states or None,
+            limit=limit + 1,
+            offset=offset,
+            sort=sort,
+            identity=query or None,
+            attributes=[f"{where}={equals}"] if where else None,
         )
         more = len(rows) > limit
         rows = rows[:limit]
     labels = {s.name: s.label for s in found.lifecycle.states}
     columns, table = summary_rows(Namer(facades, ctx), found, rows)
+    searched = [("q", query), ("where", where), ("equals", equals)] if query or where else []
 
     def at(start: int) -> str:
         return f"/inventory/{entity}?" + urlencode(
-            [*(("state", s) for s in states), ("limit", limit), ("offset", start)]
+            [*(("state", s) for s in states), *searched, ("sort", sort), ("limit", limit), ("offset", start)]
         )
 
     return page(
@@ -113,10 +141,14 @@ def instances(request: Request, entity: str) -> Response:
         states=states,
         known_states=known,
         query=query,
+        where=where,
+        equals=equals,
+        sort=sort,
+        sorts=SORTS,
         limit=limit,
         offset=offset,
         page_sizes=PAGE_SIZES,
-        prev_url=at(max(offset - limit, 0)) if offset > 0 and not query else None,
+        prev_url=at(max(offset - limit, 0)) if offset > 0 else None,
         next_url=at(offset + limit) if more else None,
     )
 
@@ -154,7 +186,8 @@ def order_form(request: Request, entity: str) -> Response:
     facades, ctx = get_facades(request), context_of(request)
     found = facades.catalog.get_entity(ctx, entity, summary=False)
     choices = reference_choices(Namer(facades, ctx), found)
-    return page(request, "order.html", entity=found, values={}, error=None, choices=choices)
+    rules = field_rules(facades.catalog.entity_schema(ctx, entity))
+    return page(request, "order.html", entity=found, values={}, error=None, choices=choices, rules=rules)
 
 
 @router.post("/inventory/{entity}")
@@ -172,6 +205,7 @@ async def order(request: Request, entity: str) -> Response:
         if exc.status >= 500:
             raise
         choices = await run_in_threadpool(reference_choices, Namer(facades, ctx), found)
+        rules = field_rules(await run_in_threadpool(facades.catalog.entity_schema, ctx, entity))
         return page(
             request,
             "order.html",
@@ -180,6 +214,7 @@ async def order(request: Request, entity: str) -> Response:
             values=values,
             error=error_view(exc),
             choices=choices,
+            rules=rules,
         )
     return RedirectResponse(f"/inventory/{entity}/{created.id}", status_code=303)
 

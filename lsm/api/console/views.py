@@ -26,9 +26,11 @@ SETS = ("candidate", "active", "rollback")
 
 
 def is_text(attribute: AttributeOut) -> bool:
-    """Whether a form's text is the attribute's value as is (strings and references)."""
+    """Whether a form's text is the attribute's value as is (strings, references and a choice
+    of strings: ``Literal['1g', '10g']`` takes ``10g`` as typed, as its inline check says)."""
     kind = attribute.type.replace(" ", "")
-    return kind in ("str", "str|None", "Optional[str]", "None|str") or kind.startswith("ref:")
+    choice = kind.startswith(("Literal['", 'Literal["')) and "|None" not in kind
+    return kind in ("str", "str|None", "Optional[str]", "None|str") or kind.startswith("ref:") or choice
 
 
 def field_text(attribute: AttributeOut, value: Any) -> str:

@@ -8,6 +8,10 @@
 // - [data-copy] buttons copy their value (a full UUID shown short); [data-filter-rows] hides
 //   the table's rows that do not contain its text; a click on th[data-sort] sorts by that column;
 // - a reference picker (select[data-picker]) gets a search box that narrows its options;
+// - a form[data-check-fields] checks each input[data-rules] before its POST and as it is typed:
+//   required, its type (the input's pattern), and the JSON schema's minimum/maximum,
+//   minLength/maxLength, pattern and enum (data-* from lsm.api.console.bounds); a field that
+//   fails says why under it and the form is not sent (the server still decides);
 // - a drawing (.drawing svg) is fitted to the page by CSS; the wheel zooms it around the
 //   pointer, dragging pans it, a double click fits it again (its viewBox changes, nothing else).
 "use strict";
@@ -173,6 +177,56 @@
     source.addEventListener("compile_finished", function () { schedule(null); });
     window.addEventListener("pagehide", function () { source.close(); });
   }
+  function problemOf(input) {
+    var v = input.value, d = input.dataset;
+    if (v === "") { return input.required ? "required" : null; }
+    if (v === "null" && d.nullable) { return null; }
+    if (input.pattern && !new RegExp("^(?:" + input.pattern + ")$").test(v)) {
+      return "must be " + (input.title || "of its type");
+    }
+    var n = Number(v);
+    if (d.minimum !== undefined && !(n >= Number(d.minimum))) { return "must be at least " + d.minimum; }
+    if (d.maximum !== undefined && !(n <= Number(d.maximum))) { return "must be at most " + d.maximum; }
+    if (d.exclusiveMinimum !== undefined && !(n > Number(d.exclusiveMinimum))) { return "must be more than " + d.exclusiveMinimum; }
+    if (d.exclusiveMaximum !== undefined && !(n < Number(d.exclusiveMaximum))) { return "must be less than " + d.exclusiveMaximum; }
+    var length = Array.from(v).length;
+    if (d.minLength !== undefined && length < Number(d.minLength)) { return "must have at least " + d.minLength + " characters"; }
+    if (d.maxLength !== undefined && length > Number(d.maxLength)) { return "must have at most " + d.maxLength + " characters"; }
+    if (d.pattern !== undefined) {
+      var re = null;
+      try { re = new RegExp(d.pattern, "u"); } catch (err) { re = null; /* a Python-only pattern: the server checks it */ }
+      if (re && !re.test(v)) { return "must match " + d.pattern; }
+    }
+    if (d.enum !== undefined) {
+      var choices = JSON.parse(d.enum);
+      var hit = choices.some(function (c) { return String(c) === v || JSON.stringify(c) === v; });
+      if (!hit) { return "must be one of " + choices.join(", "); }
+    }
+    return null;
+  }
+  function check(input) {
+    var problem = problemOf(input);
+    var note = input.form && input.form.querySelector('[data-inline-error="' + input.dataset.rules + '"]');
+    input.setAttribute("aria-invalid", problem ? "true" : "false");
+    if (input.closest(".field")) { input.closest(".field").classList.toggle("invalid", !!problem); }
+    if (note) { note.textContent = problem ? input.dataset.rules + " " + problem : ""; note.hidden = !problem; }
+    return !problem;
+  }
+  document.addEventListener("input", function (event) {
+    var input = event.target;
+    if (input.matches && input.matches("form[data-check-fields] input[data-rules]")) { check(input); }
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.matches("form[data-check-fields]")) { return; }
+    var bad = Array.prototype.filter.call(form.querySelectorAll("input[data-rules]"), function (i) { return !check(i); });
+    if (bad.length) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      bad[0].focus();
+    }
+  }, true);
+
   function pickers() {
     document.querySelectorAll("select[data-picker]").forEach(function (select) {
       var search = document.createElement("input");
