@@ -20,9 +20,12 @@ import os
 import ssl
 from typing import Any
 
+import httpx
 import httpx._transports.default as _transports
 
-_create = _transports.create_ssl_context
+#: the name httpx's transports call (imported from ``httpx._config``, public as ``httpx.create_ssl_context``)
+_NAME = "create_ssl_context"
+_create = httpx.create_ssl_context
 
 
 @functools.cache
@@ -38,7 +41,7 @@ def _shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl
 
 def share_default_context() -> None:
     """Make httpx's transports take the shared default context (idempotent)."""
-    # httpx's transports call the name they imported; if a new httpx moves it, fail loudly here
-    # rather than silently paying the cost again
-    assert callable(getattr(_transports, "create_ssl_context", None)), "httpx moved create_ssl_context"
-    _transports.create_ssl_context = _shared  # type: ignore[assignment]  # same signature, shared result
+    # if a new httpx no longer calls this name, fail loudly here rather than silently paying
+    # the cost again
+    assert getattr(_transports, _NAME, None) in (_create, _shared), f"httpx no longer calls {_NAME}"
+    setattr(_transports, _NAME, _shared)
