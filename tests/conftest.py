@@ -7,6 +7,7 @@ test gets its own schema, dropped afterwards, so tests never see each other's ro
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +20,9 @@ from lsm.runtime.config import ServerConfig
 from lsm.runtime.wiring import ApiRuntime, build_api
 from lsm.store.database import Database
 from tests.template_db import postgres_at_head, sqlite_at_head
+from tests.tls import share_default_context
+
+share_default_context()
 
 POSTGRES_URL = os.environ.get("LSM_TEST_POSTGRES_URL")
 #: names this test run for test models that keep state in files, which compile processes share
@@ -153,6 +157,38 @@ SLOW = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow tests, and run them first.
+
+    Why first: the slow tests take seconds to minutes each, the others a fraction of a second.
+    With several pytest-xdist workers a long test handed out last keeps one worker busy while
+    the others are idle; started first, the short ones fill in around them and the workers end
+    together (the order within each group is kept).
+    """
     for item in items:
         if item.nodeid.startswith(SLOW):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+#: full collections at the end of the session before the survivors are frozen; pytest stops at
+#: the same count (``gc_collect_harder``)
+_FINAL_COLLECTIONS = 5
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Collect the garbage once more, then freeze what survives, so that the process exits
+    within seconds of the summary.
+
+    Why: a test process ends with a large heap (engines, models, Hypothesis' data), and every
+    full collection walks all of it. pytest collects five times when it unconfigures and five
+    more times when it removes its unraisable-exception hook, and the interpreter collects again
+    while it finalizes: on a loaded machine each of those took seconds, minutes in all after the
+    summary line. Collecting here, while pytest's hook still reports what a finalizer raises,
+    catches the same garbage; what is left is alive, and ``gc.freeze`` puts it out of the later
+    collections' way, so they only look at what is created after this point.
+    """
+    for _ in range(_FINAL_COLLECTIONS):
+        if not gc.collect():
+            break
+    gc.freeze()

@@ -31,10 +31,15 @@ class Clock:
         self.now += timedelta(seconds=seconds)
 
 
+#: the agents ``agent_for`` made in the running test; ``tests/deploy/conftest.py`` ends their
+#: handler threads afterwards (left running, each test's threads stayed until the process ended)
+MADE: list[AgentService] = []
+
+
 def agent_for(
     engine: ApiRuntime, state_dir: Path, *, clock: Clock | None = None, **options: Any
 ) -> AgentService:
-    return AgentService(
+    agent = AgentService(
         engine.db,
         engine.orchestrator,
         engine.environments.context,
@@ -43,6 +48,8 @@ def agent_for(
         clock=clock or Clock(),
         **options,
     )
+    MADE.append(agent)
+    return agent
 
 
 def next_work(agent: AgentService) -> Any:

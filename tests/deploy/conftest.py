@@ -11,7 +11,7 @@ import pytest
 from lsm.facade import RequestContext
 from lsm.runtime.wiring import ApiRuntime
 from lsm.schemas.inventory import InstanceOut
-from tests.deploy import file_model
+from tests.deploy import agents, file_model
 
 LOCAL = RequestContext.local()
 
@@ -26,6 +26,11 @@ def _clean_faults() -> Iterator[None]:
     yield
     file_model.FAULTS.clear()
     file_model.SLOW.clear()
+    # the handler threads only: the names and leases of an agent are the test's business (and
+    # its database may be gone by now)
+    for agent in agents.MADE:
+        agent.runner.shutdown()
+    agents.MADE.clear()
 
 
 @pytest.fixture
