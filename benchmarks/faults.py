@@ -79,15 +79,24 @@ class Cluster:
     env: dict[str, str] = field(default_factory=dict)
 
     def start_server(
-        self, *, worker: bool = True, env: dict[str, str] | None = None, port: int | None = None
+        self,
+        *,
+        worker: bool = True,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        workers: int | None = None,
     ) -> Started:
-        """Start ``lsm server`` (``port``: the one a killed server had) and wait until it serves."""
+        """Start ``lsm server`` (``port``: the one a killed server had; ``workers``: its
+        ``--workers``, 0 for compiles and the agent in the server process) and wait until it
+        serves."""
         port = port or free_port()
         self.base_url = f"http://{HOST}:{port}"
         argv = [*lsm_command(), "server", "--model", str(MODEL), "--database", self.url]
         argv += ["--host", HOST, "--port", str(port), "--no-access-log"]
         if not worker:
             argv.append("--no-worker")
+        elif workers is not None:
+            argv += ["--workers", str(workers)]
         name = f"server{len(self.servers)}"
         server = self.processes.start(name, argv, env={**self.env, **(env or {})})
         self.servers.append(server)

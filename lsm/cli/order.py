@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from lsm.cli.calls import connected, print_json
-from lsm.cli.console import out
+from lsm.cli.console import err, out
 from lsm.cli.instance import read_data_file
 from lsm.cli.options import shared
 from lsm.cli.params import Timeout, Wait
@@ -104,4 +104,6 @@ def finish(ctx: typer.Context, order: dict[str, Any]) -> None:
             escape(i["wait_for"]),
             i["outcome"],
         )
+    if not out.is_terminal:  # one item per line on stdout; the order itself is said on stderr
+        err.print(f"order {order['id']}: {order['status']}")
     out.print(table)

@@ -74,6 +74,11 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/api/v1/resources/{resource_id}/actions"): (V, ENV),
     ("GET", "/api/v1/deploy"): (V, ENV),
     ("POST", "/api/v1/deploy"): (OP, ENV),
+    ("GET", "/api/v1/compliance"): (V, ENV),
+    ("POST", "/api/v1/compliance"): (OP, ENV),
+    ("GET", "/api/v1/compliance/{report_id}"): (V, ENV),
+    ("POST", "/lsm/v1/order"): (OP, ENV),
+    ("GET", "/lsm/v1/order/{order_id}"): (V, ENV),
     ("GET", "/api/v1/discovered"): (V, ENV),
     ("GET", "/api/v1/discovered/{resource_id}"): (V, ENV),
     ("POST", "/lsm/v1/service_inventory/{entity}/adopt"): (OP, ENV),
@@ -125,6 +130,9 @@ EXPECTED: dict[tuple[str, str], tuple[Role | None, str]] = {
     ("GET", "/resources/{resource_id:path}"): (V, ENV),
     ("GET", "/discovered"): (V, ENV),
     ("POST", "/discovered/adopt"): (OP, ENV),
+    ("GET", "/compliance"): (V, ENV),
+    ("POST", "/compliance"): (OP, ENV),
+    ("GET", "/compliance/{report_id}"): (V, ENV),
 }
 
 #: the callers and what they hold: role in A, role in B, role over everything
@@ -203,6 +211,8 @@ def _fill(path: str, secured: Secured) -> str:
         "{webhook_id}": "00000000-0000-0000-0000-000000000000",
         "{resource_id:path}": "std::File[h1,path=/etc/motd]",
         "{other}": "1",
+        "{report_id}": "00000000-0000-0000-0000-000000000000",
+        "{order_id}": "00000000-0000-0000-0000-000000000000",
     }
     for placeholder, value in values.items():
         path = path.replace(placeholder, value)
@@ -242,6 +252,12 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/api/v1/environments/{env}/model"): lambda n: {"model": str(MODEL)},
     ("PUT", "/api/v1/environments/{env}/settings/{key}"): lambda n: {"value": 1.0},
     ("POST", "/api/v1/deploy"): lambda n: {"dry_run": True},
+    ("POST", "/api/v1/compliance"): lambda n: {"agents": ["h1"]},
+    ("POST", "/lsm/v1/order"): lambda n: {
+        "items": [
+            {"action": "create", "entity": "note", "attributes": {"title": f"o-{n}"}, "wait_for": "draft"}
+        ]
+    },
     ("POST", "/lsm/v1/service_inventory/{entity}/adopt"): lambda n: {
         "discovered_ids": ["std::File[h,path=/x]"]
     },

@@ -47,8 +47,8 @@ def test_lsm_discovered_lists_filters_and_shows_one(served: tuple[str, list[str]
     assert json.loads(lsm(url, "discovered", "--agent", "nobody", "--json").stdout) == []
     one = lsm(url, "discovered", ids[0], "--json")
     assert json.loads(one.stdout)["id"] == ids[0]
-    table = lsm(url, "discovered")
-    assert table.exit_code == 0 and "discovered resources" in table.stdout
+    table = lsm(url, "discovered")  # not a terminal: one discovered resource per line, nothing else
+    assert table.exit_code == 0 and [line.split("\t")[0] for line in table.stdout.splitlines()] == ids
 
 
 def test_lsm_adopt_creates_instances_and_a_second_adopt_is_refused(served: tuple[str, list[str]]) -> None:

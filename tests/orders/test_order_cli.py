@@ -66,7 +66,8 @@ def test_apply_wait_exits_3_on_time_out(engine_factory: Callable[..., ApiRuntime
 
     assert result.exit_code == 3, result.output
     assert "timed out after 0.5 s: 0 of 6" in result.stderr
-    assert "in_progress" in result.stdout
+    assert "in_progress" in result.stderr  # the order's status; stdout holds its items, one per line
+    assert result.stdout.count("\tpending\n") == 6
 
 
 def test_a_file_without_items_is_a_usage_error(network_url: str, tmp_path: Path) -> None:

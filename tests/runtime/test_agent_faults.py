@@ -16,9 +16,13 @@ every wait is bounded polling, every process is stopped by the test.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +31,7 @@ from benchmarks.processes import Processes
 from lsm.deploy.batches import KILL_AFTER_RESULTS
 from tests.conftest import POSTGRES_URL
 from tests.runtime.test_scale_out import database_url
+from tests.waiting import wait_until
 
 __all__ = ["database_url"]
 
@@ -70,7 +75,8 @@ def test_a_server_killed_between_results_and_feedback_brings_every_order_up_on_r
 ) -> None:
     with Processes(tmp_path, cwd=tmp_path) as processes:
         cluster = Cluster(processes, any_url)
-        victim = cluster.start_server(env={KILL_AFTER_RESULTS: "1"})
+        # --workers 0: the agent runs in the server process, the one the hook kills
+        victim = cluster.start_server(env={KILL_AFTER_RESULTS: "1"}, workers=0)
         sent = asyncio.run(send_orders(cluster.base_url, [f"k{i}" for i in range(20)], concurrency=4))
         deadline = time.monotonic() + BOUND
         while victim.process.poll() is None and time.monotonic() < deadline:
@@ -80,9 +86,50 @@ def test_a_server_killed_between_results_and_feedback_brings_every_order_up_on_r
         states, _statuses = cluster.counts()
         assert states.get("creating", 0) >= 1, states
 
-        cluster.start_server()  # no hook: the recovery pass at its start finishes the feedback
+        cluster.start_server(workers=0)  # no hook: the recovery pass at its start finishes the feedback
         states = cluster.wait_all_up(time.monotonic() + BOUND, cluster.check_alive)
 
         assert sum(states.values()) >= len(sent["accepted"]) >= 1
         assert cluster.pending_feedback() == 0
         assert cluster.problems() == {}
+
+
+def _children_of(pid: int) -> list[int]:
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
+def test_the_default_servers_worker_killed_mid_burst_is_started_again_and_strands_nothing(
+    any_url: str, tmp_path: Path
+) -> None:
+    """``lsm server`` as a user starts it: its worker process (compiles and the agent) is killed
+    with -9 in the middle of a burst; the server starts it again and every order reaches up."""
+    with Processes(tmp_path, cwd=tmp_path) as processes:
+        cluster = Cluster(processes, any_url)
+        server = cluster.start_server()
+        (worker,) = _children_of(server.process.pid)
+
+        async def burst() -> dict[str, Any]:
+            return await send_orders(cluster.base_url, [f"w{i}" for i in range(30)], concurrency=4)
+
+        sent: dict[str, Any] = {}
+        sender = threading.Thread(target=lambda: sent.update(asyncio.run(burst())))
+        sender.start()
+        try:
+            wait_until(lambda: cluster.counts()[0].get("up", 0) >= 1, "a first order is up")
+            os.kill(worker, signal.SIGKILL)
+        finally:
+            sender.join(BOUND)
+        wait_until(
+            lambda: [p for p in _children_of(server.process.pid) if p != worker],
+            "the server started a new worker",
+        )
+        states = cluster.wait_all_up(time.monotonic() + BOUND, cluster.check_alive)
+
+        assert sum(states.values()) == len(sent["accepted"]) == 30
+        assert cluster.pending_feedback() == 0
+        assert cluster.problems() == {}
+        assert f"(pid {worker}) exited with status -9" in server.log.read_text()
