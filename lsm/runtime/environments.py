@@ -24,9 +24,10 @@ from lsm.model.policy import ModelChoices
 from lsm.orchestration import EnvironmentContext
 from lsm.store import audit
 from lsm.store.database import Database
+from lsm.store.environments.entities import register_entities
 from lsm.store.environments.settings import EnvironmentSettings, parse_settings, validate_setting
 from lsm.store.instances import repository as repo
-from lsm.store.tables import EntityRow, EnvironmentRow, utcnow
+from lsm.store.tables import EnvironmentRow
 
 EMPTY_MODEL = Model(bindings=[], source="")
 log = logging.getLogger(__name__)
@@ -243,20 +244,11 @@ class Environments:
         self._stamp.pop(env_id, None)
 
     def _register_entities(self, ctx: EnvironmentContext) -> None:
-        """Persist the catalog (name, lifecycle, schema) so that it is visible in the database."""
+        """Persist the catalog (name, lifecycle, schema) so that it is visible in the database;
+        any number of processes may do it at once (``lsm.store.environments.entities``)."""
         with self.db.write() as session:
-            for binding in ctx.catalog:
-                row = session.get(EntityRow, (ctx.env_id, binding.name))
-                schema = ctx.catalog.json_schema(binding.name)
-                if row is None:
-                    session.add(
-                        EntityRow(
-                            env_id=ctx.env_id,
-                            name=binding.name,
-                            lifecycle=binding.lifecycle,
-                            json_schema=schema,
-                        )
-                    )
-                elif row.lifecycle != binding.lifecycle or row.json_schema != schema:
-                    row.lifecycle, row.json_schema, row.updated_at = binding.lifecycle, schema, utcnow()
-                    session.add(row)
+            register_entities(
+                session.connection(),
+                ctx.env_id,
+                [(b.name, b.lifecycle, ctx.catalog.json_schema(b.name)) for b in ctx.catalog],
+            )
