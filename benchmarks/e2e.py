@@ -45,7 +45,7 @@ from benchmarks.backend import backend_name, fresh_database_url
 from benchmarks.e2e_seed import MODEL, PORTS_PER_ROUTER
 from benchmarks.floor import measure_floor
 from benchmarks.harness import REPO, BenchmarkError
-from benchmarks.processes import HOST, Processes, Started, free_port, lsm_command
+from benchmarks.processes import HOST, Processes, Started, children_of, free_port, lsm_command
 from benchmarks.stats import quantiles
 
 #: bounds of the steps before the load (seconds)
@@ -289,11 +289,7 @@ def _cpu_seconds(started: Started) -> float | None:
 def _tree_ticks(pid: int) -> int | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        children = [
-            int(child)
-            for task in Path(f"/proc/{pid}/task").iterdir()
-            for child in (task / "children").read_text().split()
-        ]
+        children = children_of(pid)
     except (OSError, IndexError, ValueError):
         return None
     # utime, stime, and the user and system time of waited-for children

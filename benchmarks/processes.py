@@ -161,3 +161,13 @@ def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def children_of(pid: int) -> list[int]:
+    """The pids of ``pid``'s live children (Linux ``/proc``; the children of every thread):
+    the worker processes ``lsm server`` starts, the compile processes under a worker."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]

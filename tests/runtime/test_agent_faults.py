@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from benchmarks.faults import Cluster, send_orders
-from benchmarks.processes import Processes
+from benchmarks.processes import Processes, children_of
 from lsm.deploy.batches import KILL_AFTER_RESULTS
 from tests.conftest import POSTGRES_URL
 from tests.runtime.test_scale_out import database_url
@@ -94,14 +94,6 @@ def test_a_server_killed_between_results_and_feedback_brings_every_order_up_on_r
         assert cluster.problems() == {}
 
 
-def _children_of(pid: int) -> list[int]:
-    return [
-        int(child)
-        for task in Path(f"/proc/{pid}/task").iterdir()
-        for child in (task / "children").read_text().split()
-    ]
-
-
 def test_the_default_servers_worker_killed_mid_burst_is_started_again_and_strands_nothing(
     any_url: str, tmp_path: Path
 ) -> None:
@@ -110,7 +102,7 @@ def test_the_default_servers_worker_killed_mid_burst_is_started_again_and_strand
     with Processes(tmp_path, cwd=tmp_path) as processes:
         cluster = Cluster(processes, any_url)
         server = cluster.start_server()
-        (worker,) = _children_of(server.process.pid)
+        (worker,) = children_of(server.process.pid)
 
         async def burst() -> dict[str, Any]:
             return await send_orders(cluster.base_url, [f"w{i}" for i in range(30)], concurrency=4)
@@ -124,7 +116,7 @@ def test_the_default_servers_worker_killed_mid_burst_is_started_again_and_strand
         finally:
             sender.join(BOUND)
         wait_until(
-            lambda: [p for p in _children_of(server.process.pid) if p != worker],
+            lambda: [p for p in children_of(server.process.pid) if p != worker],
             "the server started a new worker",
         )
         states = cluster.wait_all_up(time.monotonic() + BOUND, cluster.check_alive)

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.processes import children_of
 from lsm.runtime.supervisor import Child, Supervisor, worker_children
 from tests.waiting import wait_until
 
@@ -46,13 +47,6 @@ def _alive(pid: int) -> bool:
     # a zombie (exited, not yet reaped by its new parent) counts as gone
     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     return state != "Z"
-
-
-def _children_of(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
 
 
 def test_a_killed_child_is_started_again_and_stop_stops_it_cleanly(
@@ -159,7 +153,7 @@ def test_the_default_server_orders_to_up_through_its_worker_process_and_takes_it
     try:
         wait_until(lambda: _answers(port) or server.poll() is not None, "the server answers")
         assert server.poll() is None
-        workers = _children_of(server.pid)
+        workers = children_of(server.pid)
         assert len(workers) == 1
         assert "worker" in Path(f"/proc/{workers[0]}/cmdline").read_text()
         base = f"http://127.0.0.1:{port}/lsm/v1/service_inventory/router"
