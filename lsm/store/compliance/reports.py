@@ -22,10 +22,10 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from lsm.schemas.compliance import ComplianceOutcome, ReportStatus
 from lsm.schemas.deploy import ResourceSelection
-from lsm.store.batches import chunks
 from lsm.store.compiles.requests import notify_work
 from lsm.store.compliance.tables import (
     OPEN_PART_SQL,
+    OPEN_STATUSES,
     lsm_compliance_item,
     lsm_compliance_part,
     lsm_compliance_report,
@@ -111,7 +111,7 @@ def open_parts(conn: Connection, agents: Collection[str] | None = None) -> list[
     query = (
         select(_part, _report.c.selection)
         .join(_report, _report.c.id == _part.c.report_id)
-        .where(_part.c.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value]))
+        .where(_part.c.status.in_(OPEN_STATUSES))
         .order_by(_report.c.created_at, _part.c.report_id, _part.c.agent)
         .limit(CLAIM_WINDOW)
     )
@@ -166,7 +166,10 @@ def holds(conn: Connection, part: ClaimedPart, owner: str) -> bool:
 
 def write_items(conn: Connection, part: ClaimedPart, owner: str, rows: Sequence[dict[str, Any]]) -> bool:
     """Add checked resources to the report (each a dict of the item columns but ``report_id``
-    and ``agent``); False, and nothing written, when ``owner`` no longer holds the part."""
+    and ``agent``); False, and nothing written, when ``owner`` no longer holds the part. The
+    report row is locked first, as every change to a part does, so a take-over can not commit
+    between the fence and the insert."""
+    _lock_report(conn, part.report_id)
     if not holds(conn, part, owner):
         return False
     if rows:
@@ -210,7 +213,7 @@ def finish_part(
         .select_from(_part)
         .where(
             _part.c.report_id == part.report_id,
-            _part.c.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value]),
+            _part.c.status.in_(OPEN_STATUSES),
         )
     ).scalar_one()
     if not left:
@@ -301,24 +304,11 @@ def metric_rows(conn: Connection) -> tuple[list[tuple[str, str, str, str, int]],
     ]
     query = (
         select(_part.c.env_id, _part.c.status, func.count())
-        .where(_part.c.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value]))
+        .where(_part.c.status.in_(OPEN_STATUSES))
         .group_by(_part.c.env_id, _part.c.status)
     )
     parts = [(r[0], r[1], int(r[2])) for r in conn.execute(query)]
     return checks, parts
-
-
-def open_parts_of(conn: Connection, report_ids: Sequence[str]) -> int:
-    """How many parts of these reports have work left (for diagnosis and tests)."""
-    total = 0
-    for part in chunks(list(report_ids)):
-        total += conn.execute(
-            select(func.count())
-            .select_from(_part)
-            .where(_part.c.report_id.in_(part))
-            .where(_part.c.status.in_([ReportStatus.QUEUED.value, ReportStatus.RUNNING.value]))
-        ).scalar_one()
-    return total
 
 
 __all__ = [
@@ -334,7 +324,6 @@ __all__ = [
     "list_reports",
     "metric_rows",
     "open_parts",
-    "open_parts_of",
     "outcome_counts",
     "take_part",
     "write_items",

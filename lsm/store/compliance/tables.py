@@ -31,8 +31,10 @@ from lsm.store.database import JsonType
 
 metadata = SQLModel.metadata
 
-#: the condition of the partial index of parts with work left (``ix_lsm_compliance_part_open``)
-OPEN_PART_SQL = "status IN ('queued', 'running')"
+#: the statuses of parts with work left, and the condition of their partial index
+#: (``ix_lsm_compliance_part_open``)
+OPEN_STATUSES = ("queued", "running")
+OPEN_PART_SQL = f"status IN {OPEN_STATUSES!r}"
 
 lsm_compliance_report = Table(
     "lsm_compliance_report",
@@ -106,6 +108,7 @@ lsm_metric_compliance = Table(
 
 __all__ = [
     "OPEN_PART_SQL",
+    "OPEN_STATUSES",
     "lsm_compliance_item",
     "lsm_compliance_part",
     "lsm_compliance_report",
