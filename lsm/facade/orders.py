@@ -93,7 +93,8 @@ class OrdersFacade:
                 return first
             if isinstance(exc, LsmError):
                 raise renumber(exc, plan, request.items) from None
-            raise
+            # as a create does: a unique row taken by a concurrent request is a 409, never a 500
+            raise Conflict("a concurrent request took an instance id or identity of this order") from None
         except LsmError as exc:
             raise renumber(exc, plan, request.items) from None
         return self.get_order(ctx, order_id)
