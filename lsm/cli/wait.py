@@ -166,7 +166,7 @@ def report(standing: Standing, code: int, timeout: float) -> None:
     """What a wait ended with, on stderr: the failed items' diagnoses, or the time-out."""
     for line in standing.failed:
         err.print(f"[red]failed[/] {escape(line)}", soft_wrap=True)
-    if code == 3:
+    if code == EXIT_TIMEOUT:
         err.print(
             f"[yellow]timed out[/] after {timeout:g} s: "
             f"{standing.done} of {standing.total} reached their target state"

@@ -50,10 +50,8 @@ from lsm.desired_state.records import (
 from lsm.errors import ExportRuleViolation
 from lsm.model.meta import meta_of
 from lsm.model.resource import AUTO_REQUIRES
+from lsm.store.desired_state.diff import SHARED_SET
 from lsm.store.desired_state.rows import StoredResource
-
-#: storage name of the shared set (``lsm.desired_state.merge.SHARED``)
-_SHARED = ""
 
 #: reads the current stored rows of some ids (those it does not return are not stored)
 Fetch = Callable[[set[str]], Mapping[str, StoredResource]]
@@ -85,7 +83,7 @@ class AutoEdges:
             for record in records:
                 self.placed.setdefault(record.id, (name, record))
         for record in request.shared:
-            self.placed.setdefault(record.id, (_SHARED, record))
+            self.placed.setdefault(record.id, (SHARED_SET, record))
         self.wanting = [(name, r) for r_id, (name, r) in self.placed.items() if wants_autoedges(r)]
 
     @property
@@ -96,7 +94,7 @@ class AutoEdges:
             return set()
         ids = {c for _, r in self.wanting for need in r.autoedges for c in need if c not in self.placed}
         if self.partial:
-            ids.update(record.id for name, record in self.wanting if name == _SHARED)
+            ids.update(record.id for name, record in self.wanting if name == SHARED_SET)
         return ids
 
     def resolve(self, stored: Mapping[str, StoredResource]) -> dict[str, ResourceRecord]:
@@ -104,9 +102,9 @@ class AutoEdges:
         retired = set(self.request.retired_shared)
         changed: dict[str, ResourceRecord] = {}
         for name, record in self.wanting:
-            if self.partial and name == _SHARED:
+            if self.partial and name == SHARED_SET:
                 row = stored.get(record.id)
-                if row is not None and row.set_name == _SHARED:
+                if row is not None and row.set_name == SHARED_SET:
                     kept = auto_requires_of(json.loads(row.attributes_json))
                     if kept:
                         changed[record.id] = _with_edges(record, kept)
@@ -136,12 +134,12 @@ class AutoEdges:
                 provider_requires: Iterable[str] = provider.requires
             else:
                 row = stored.get(candidate)
-                if row is None or row.set_name != _SHARED or candidate in retired:
+                if row is None or row.set_name != SHARED_SET or candidate in retired:
                     continue
-                where, provider_requires = _SHARED, json.loads(row.requires_json)
+                where, provider_requires = SHARED_SET, json.loads(row.requires_json)
             if candidate in written or record.id in provider_requires:
                 return None  # the model said how these two relate
-            if where == _SHARED or (where == name and name != _SHARED):
+            if where == SHARED_SET or (where == name and name != SHARED_SET):
                 return candidate
             return None  # the nearest provider is where no edge may go: never skip past it
         return None
@@ -196,7 +194,7 @@ def substituted_list(
 
 
 def auto_of(changed: Mapping[str, ResourceRecord]) -> dict[str, tuple[str, ...]]:
-    return {rid: tuple(record.attributes.get(AUTO_REQUIRES, ())) for rid, record in changed.items()}
+    return {rid: auto_requires_of(record.attributes) for rid, record in changed.items()}
 
 
 def reencode(
@@ -270,7 +268,7 @@ def _path(
 
 
 def _display(name: str) -> str:
-    return SHARED_NAME if name == _SHARED else name
+    return SHARED_NAME if name == SHARED_SET else name
 
 
 __all__ = [

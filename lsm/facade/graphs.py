@@ -16,13 +16,13 @@ from lsm.desired_state.merge import SHARED
 from lsm.errors import InvalidInput, NotFound, UnknownInstance, UnknownResourceSet, UnknownVersion
 from lsm.facade.context import RequestContext
 from lsm.facade.core import Core
+from lsm.facade.set_names import set_names
 from lsm.facade.views import instance_out
 from lsm.graph import Graph, lifecycle_graph, owner_tree_graph, requires_graph, resource_sets_graph
 from lsm.orchestration import EnvironmentContext
 from lsm.schemas.limits import MAX_GRAPH_NODES
 from lsm.store.deploy import queries as deploy_queries
 from lsm.store.instances import graph_queries
-from lsm.store.instances import names as instance_names
 from lsm.store.instances import repository as repo
 
 
@@ -126,11 +126,7 @@ class GraphsFacade:
             env_id, [rid for group in content.sets.values() for rid in group] + content.shared
         )
         with self.core.db.read() as session:  # each set named by its root's entity and identity
-            roots = instance_names.entity_and_identity(session, env_id, list(content.sets))
-        names = {
-            i: f"{entity} {identity if identity is not None else i[:8]}"
-            for i, (entity, identity) in roots.items()
-        }
+            names = set_names(session, env_id, content.sets)
         graph = resource_sets_graph(
             content.sets,
             content.shared,
