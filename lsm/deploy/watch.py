@@ -53,7 +53,7 @@ from lsm.store.deploy import names as deploy_names
 from lsm.store.deploy import watch as deploy_watch
 from lsm.store.deploy.claiming import stored_records
 from lsm.store.deploy.results import Result
-from lsm.store.deploy.tables import lsm_deploy_head, resource_type_of
+from lsm.store.deploy.tables import resource_type_of
 from lsm.store.transient import log_failure
 
 log = logging.getLogger(__name__)
@@ -308,11 +308,11 @@ class Watches:
         free: set[Name] = set()
         with self.db.read() as session:
             conn = session.connection()
-            heads = {r[0]: r[1] for r in conn.execute(lsm_deploy_head.select())}
+            heads = deploy_names.planned_versions(conn)
             if mono - self._take_at >= TAKE_EVERY:
                 self._take_at = mono
                 wanted: set[Name] = set()
-                for env_id in deploy_names.planned_environments(conn):
+                for env_id in heads:
                     wanted |= deploy_watch.watched_names(conn, env_id)
                 free = deploy_watch.unheld(conn, wanted - self.names.snapshot(), now)
         if free:

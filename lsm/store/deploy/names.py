@@ -41,6 +41,14 @@ def planned_environments(conn: Connection) -> list[str]:
     return [r[0] for r in conn.execute(select(lsm_deploy_head.c.env_id))]
 
 
+def planned_versions(conn: Connection) -> dict[str, int]:
+    """``{environment: the version its plan is at}`` for every environment the planner has seen."""
+    return {
+        r[0]: int(r[1])
+        for r in conn.execute(select(lsm_deploy_head.c.env_id, lsm_deploy_head.c.planned_version))
+    }
+
+
 def live_processes(conn: Connection, now: datetime) -> int:
     """How many agent processes hold a live presence lease (at least one: the caller's own)."""
     lease = LeaseRow.__table__  # type: ignore[attr-defined]  # SQLModel declares no __table__ to mypy
@@ -52,4 +60,4 @@ def live_processes(conn: Connection, now: datetime) -> int:
     return max(1, int(count))
 
 
-__all__ = ["live_processes", "open_names", "planned_environments"]
+__all__ = ["live_processes", "open_names", "planned_environments", "planned_versions"]
