@@ -181,28 +181,6 @@ def get_instances(session: Session, env_id: str, ids: Iterable[str]) -> dict[str
 SORTABLE = {"created_at", "last_updated", "state", "version", "id", "identity"}
 
 
-def list_instances(
-    session: Session,
-    env_id: str,
-    entity: str,
-    *,
-    states: Sequence[str] | None = None,
-    include_deleted: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-    sort: str = "created_at",
-) -> list[InstanceRow]:
-    field, descending = parse_sort(sort)
-    query = select(InstanceRow).where(InstanceRow.env_id == env_id, InstanceRow.entity == entity)
-    if states:
-        query = query.where(col(InstanceRow.state).in_(list(states)))
-    if not include_deleted:
-        query = query.where(col(InstanceRow.deleted).is_(False))
-    column = getattr(InstanceRow, field)
-    query = query.order_by(column.desc() if descending else column.asc(), col(InstanceRow.id).asc())
-    return list(session.exec(query.limit(limit).offset(offset)))
-
-
 def list_owned(session: Session, env_id: str, owner_id: str, *, limit: int = 100) -> list[InstanceRow]:
     """The live instances ``owner_id`` owns directly, oldest first (through ``ix_lsm_instance_owner``)."""
     query = (
