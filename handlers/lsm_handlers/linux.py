@@ -190,8 +190,6 @@ class Veth(lsm.Resource, type="linux::Veth", id_attribute="name"):
             raise ValueError(f"veth {self.name}: both ends are in namespace {self.namespace}")
         return self
 
-    # -- the ip command ------------------------------------------------------------------------------------
-
     def autoedges(self) -> tuple[str | tuple[str, ...], ...]:
         """Both ends' namespaces, when the desired state holds them on this agent."""
         return (
@@ -200,6 +198,7 @@ class Veth(lsm.Resource, type="linux::Veth", id_attribute="name"):
         )
 
 
+# -- the ip command ------------------------------------------------------------------------------------
 def ip_command() -> str:
     found = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
     if found is None:

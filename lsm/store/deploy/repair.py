@@ -1,8 +1,8 @@
 """The periodic repair of deployed resources (setting ``deploy_repair_interval``).
 
 Why a stored tick: several agent processes look at the same environments; the tick in
-``lsm_schedule`` (job ``lsm.store.deploy.repair``), read under its row lock, lets one of them fire the
-repair once per interval, whichever it is.
+``lsm_schedule`` (job ``deploy_repair``), read under its row lock, lets one of them fire the repair
+once per interval, whichever it is.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ REPAIR_JOB = "deploy_repair"
 def repair_if_due(session: Session, env_id: str, now: datetime, interval: float) -> int:
     """Periodic repair: when ``interval`` seconds passed since the last one, every deployed row of
     ``env_id`` becomes ``pending`` (re-read, drift fixed). The tick is stored (``lsm_schedule``,
-    job ``lsm.store.deploy.repair``) and its row locked, so one agent process fires it once; the first look
+    job ``deploy_repair``) and its row locked, so one agent process fires it once; the first look
     only starts the clock. Returns the rows set to pending."""
     if interval <= 0:
         return 0
