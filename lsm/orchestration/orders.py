@@ -234,8 +234,16 @@ def _instances(
     ids: list[str] = [""] * len(items)
     versions: list[int | None] = [None] * len(items)
     for index, item in enumerate(items):
-        if item.action == "create":
-            ids[index] = item.instance_id or str(uuid.uuid4())
+        if item.action != "create":
+            continue
+        if item.instance_id is None:
+            ids[index] = str(uuid.uuid4())
+            continue
+        try:  # the form the instance is created under (as a create's chosen id), not as written
+            ids[index] = str(uuid.UUID(item.instance_id))
+        except ValueError:
+            ids[index] = f"$invalid:{index}"  # refused below; never taken for another item's id
+            problems.add(index, "instance_id", f"instance_id {item.instance_id!r} is not a UUID")
     for index, item in enumerate(items):
         if item.action == "create":
             continue

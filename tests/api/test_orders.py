@@ -3,6 +3,7 @@ nothing), its items of every action, its ``Idempotency-Key`` and ``GET /lsm/v1/o
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -185,3 +186,20 @@ def test_a_retried_order_with_its_idempotency_key_applies_nothing_twice(http: ht
 @pytest.mark.parametrize("order_id", ["00000000-0000-0000-0000-000000000000", "nope"])
 def test_an_unknown_order_is_a_404(http: httpx.Client, order_id: str) -> None:
     assert http.get(f"{ORDER}/{order_id}").status_code == 404
+
+
+def test_a_chosen_instance_id_is_kept_in_the_form_the_instance_is_created_under(http: httpx.Client) -> None:
+    chosen = uuid.uuid4()
+    item = {**router("r1", "10.0.0.1"), "instance_id": str(chosen).upper()}
+    made = http.post(ORDER, json={"items": [item, port("p1", "r1")]})
+    assert made.status_code == 200, made.text
+    order = http.get(f"{ORDER}/{made.json()['id']}").json()
+    assert order["items"][0]["instance_id"] == str(chosen)
+    port_row = http.get(f"/lsm/v1/service_inventory/port/{order['items'][1]['instance_id']}").json()
+    assert port_row["candidate_attributes"]["router"] == str(chosen)
+    assert http.get(f"/lsm/v1/service_inventory/router/{chosen}").status_code == 200
+
+
+def test_a_chosen_instance_id_that_is_not_a_uuid_is_refused_naming_the_item(http: httpx.Client) -> None:
+    (item,) = refused(http, [{**router("r1", "10.0.0.1"), "instance_id": "not-a-uuid"}])
+    assert (item["index"], item["ref"], item["rule"]) == (0, "r1", "instance_id")
